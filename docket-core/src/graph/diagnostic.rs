@@ -1,0 +1,110 @@
+//! Compiler diagnostics (spec §6.3).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How serious a diagnostic is. Only errors block compilation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Blocks compilation.
+    Error,
+    /// Reported, does not block.
+    Warning,
+    /// Informational.
+    Info,
+}
+
+/// One finding of the compiler.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// Error, warning or info.
+    pub severity: Severity,
+    /// Stable machine-readable code from the catalogue, e.g. `"unknown_edge_target"`.
+    pub code: String,
+    /// Human-readable explanation.
+    pub message: String,
+    /// JSON-pointer-like location in the authored document, e.g. `/edges/e1/to`.
+    pub path: String,
+    /// Public id of the element concerned, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_id: Option<String>,
+}
+
+impl Diagnostic {
+    /// An error-severity diagnostic.
+    #[must_use]
+    pub fn error(code: &str, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            code: code.to_owned(),
+            message: message.into(),
+            path: path.into(),
+            public_id: None,
+        }
+    }
+
+    /// A warning-severity diagnostic.
+    #[must_use]
+    pub fn warning(code: &str, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, path, message)
+        }
+    }
+
+    /// Attaches the public id of the element concerned.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.public_id = Some(id.into());
+        self
+    }
+
+    /// Whether the diagnostic blocks compilation.
+    #[must_use]
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        };
+        write!(f, "{sev}[{}] {}: {}", self.code, self.path, self.message)
+    }
+}
+
+/// Compilation failed: at least one error-severity diagnostic.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("graph does not compile: {}", summary(.diagnostics))]
+pub struct CompileError {
+    /// Every diagnostic found (errors first, then warnings).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl CompileError {
+    /// The error-severity diagnostics.
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.is_error())
+    }
+
+    /// Whether some error has this code.
+    #[must_use]
+    pub fn has_code(&self, code: &str) -> bool {
+        self.errors().any(|d| d.code == code)
+    }
+}
+
+fn summary(diagnostics: &[Diagnostic]) -> String {
+    let errors: Vec<String> = diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(ToString::to_string)
+        .collect();
+    errors.join("; ")
+}

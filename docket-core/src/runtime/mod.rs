@@ -1,0 +1,5 @@
+//! The pure moment loop (spec §5).
+
+pub mod moment;
+
+pub use moment::{Disposition, Moment, ParkKind, ParkReason, PendingAttempt};

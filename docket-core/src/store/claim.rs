@@ -1,0 +1,131 @@
+//! Claim-side types (spec §2.9).
+
+use std::num::NonZeroU32;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ClaimToken, GraphHash, GraphId, OwnerScope, PoisonReason, RunId, Timestamp};
+
+/// The two kinds of claimable runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimClass {
+    /// Unclaimed, healthy, `wake_at ≤ now`.
+    Ready,
+    /// Claimed, healthy, `claimed_at < now − orphan_ttl_ms` (strict).
+    Expired,
+}
+
+/// Input of `claim_due`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClaimPolicy {
+    /// The caller's clock.
+    pub now: Timestamp,
+    /// Most outcomes (leases + poisons) to return.
+    pub limit: NonZeroU32,
+    /// A claim older than this (strictly) may be stolen.
+    pub orphan_ttl_ms: u64,
+    /// Launches allowed before the next claim need poisons the run.
+    pub max_claim_attempts: NonZeroU32,
+    /// With `limit == 1`: which class to serve first (falls through when empty).
+    pub preference: Option<ClaimClass>,
+}
+
+/// A claim handed to a worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimLease {
+    /// The claimed run.
+    pub run_id: RunId,
+    /// Its owner (derived from the stored row, never from run content).
+    pub owner: OwnerScope,
+    /// Its graph id.
+    pub graph_id: GraphId,
+    /// Its graph hash.
+    pub graph_hash: GraphHash,
+    /// The committed seq at claim time.
+    pub checkpoint_seq: u64,
+    /// The new commit authority.
+    pub claim_token: ClaimToken,
+    /// The claim time (`policy.now`).
+    pub claimed_at: Timestamp,
+    /// The new attempt count (≥ 1).
+    pub claim_attempt: u32,
+    /// The TTL the claim was taken under.
+    pub orphan_ttl_ms: u64,
+}
+
+/// A candidate poisoned instead of leased.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoisonedClaim {
+    /// The poisoned run.
+    pub run_id: RunId,
+    /// When.
+    pub poisoned_at: Timestamp,
+    /// Why (always attempts exceeded for claims).
+    pub reason: PoisonReason,
+}
+
+/// Output of `claim_due`: a poisoned candidate never appears as a lease.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ClaimBatch {
+    /// Leases, in selection order.
+    pub leases: Vec<ClaimLease>,
+    /// Poison outcomes, in selection order.
+    pub poisoned: Vec<PoisonedClaim>,
+}
+
+impl ClaimBatch {
+    /// Leases plus poisons.
+    #[must_use]
+    pub fn outcome_count(&self) -> usize {
+        self.leases.len() + self.poisoned.len()
+    }
+}
+
+/// Exponential backoff the store computes from the durable abandon count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbandonBackoff {
+    /// Base delay (≥ 1).
+    pub base_ms: u64,
+    /// Cap (≥ base).
+    pub cap_ms: u64,
+}
+
+/// Whether an abandon may poison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AbandonMode {
+    /// Reschedule at `retry_at` while abandons < max, else poison.
+    Poisoning,
+    /// Always reschedule; with a backoff the store computes the wake itself.
+    NonPoisoning {
+        /// `now + min(base × 2^min(abandons_before, 30), cap)` instead of `retry_at`.
+        backoff: Option<AbandonBackoff>,
+    },
+}
+
+/// Input of `abandon_claim`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbandonPolicy {
+    /// The seq the holder claimed at (abandon only applies before its first commit).
+    pub expected_seq: u64,
+    /// The caller's clock.
+    pub now: Timestamp,
+    /// When to wake (≥ now).
+    pub retry_at: Timestamp,
+    /// Reschedules allowed before the next poisoning abandon poisons.
+    pub max_claim_abandons: NonZeroU32,
+    /// Poisoning or not.
+    pub mode: AbandonMode,
+}
+
+/// Result of `abandon_claim`: all outcomes are success-shaped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AbandonOutcome {
+    /// Handed back with a future wake.
+    Rescheduled,
+    /// Handed back and poisoned.
+    Poisoned,
+    /// Token or seq no longer current (or unknown run): nothing changed.
+    Stale,
+}

@@ -1,0 +1,19 @@
+//! Store traits, proposals, claim types, the error algebra and the shared decision tables.
+
+pub mod claim;
+pub mod error;
+pub mod proposal;
+pub mod prune;
+pub mod rules;
+pub mod schedule;
+pub mod traits;
+
+pub use claim::{
+    AbandonBackoff, AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease,
+    ClaimPolicy, PoisonedClaim,
+};
+pub use error::{Message, SourceError, StoreError, StoreErrorKind};
+pub use proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
+pub use prune::{PrunePolicy, PruneReport, KEEP_GRAPH_VERSIONS};
+pub use schedule::{ClaimedSchedule, ReleaseWake};
+pub use traits::{Backend, GraphStore, RunStore, Wakeups};

@@ -1,0 +1,48 @@
+//! The data-only proposals of the three transitions (spec §4.1).
+
+use crate::model::{CheckpointType, ClaimToken, Run, Timestamp};
+
+use super::schedule::{ClaimedSchedule, ReleaseWake};
+
+/// `initialize`: insert a freshly initialized run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InitProposal {
+    /// The initialized run (`running`, `checkpoint_seq ≥ 1`).
+    pub run: Run,
+    /// Must be [`CheckpointType::RunInitialized`].
+    pub checkpoint_type: CheckpointType,
+    /// First wake (the moment's proposal time for a `continue` disposition).
+    pub wake_at: Timestamp,
+    /// The caller's clock (event `inserted_at`).
+    pub now: Timestamp,
+}
+
+/// `commit_claimed`: a fenced commit by the current claim holder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClaimedCommit {
+    /// The proposed run (`checkpoint_seq == expected_seq + 1`).
+    pub run: Run,
+    /// The committed seq the proposal builds on.
+    pub expected_seq: u64,
+    /// The holder's claim token.
+    pub claim_token: ClaimToken,
+    /// The moment's checkpoint type.
+    pub checkpoint_type: CheckpointType,
+    /// Retain the claim or release it.
+    pub schedule: ClaimedSchedule,
+    /// The caller's clock: re-stamps `claimed_at` (retain) or sets an immediate wake.
+    pub now: Timestamp,
+}
+
+/// `commit_unclaimed`: a signal's optimistic commit; always releases any claim.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnclaimedCommit {
+    /// The proposed run (`checkpoint_seq == expected_seq + 1`).
+    pub run: Run,
+    /// The moment's checkpoint type.
+    pub checkpoint_type: CheckpointType,
+    /// When the run wakes next.
+    pub wake: ReleaseWake,
+    /// The caller's clock: sets an immediate wake.
+    pub now: Timestamp,
+}

@@ -1,0 +1,63 @@
+//! Event rules of transitions (spec §4.1, §4.4): identity, in-batch duplicates, and
+//! idempotent appends against already stored events.
+
+use std::collections::BTreeMap;
+
+use crate::model::{check_portable_map, Event, Run, MAX_SEQ};
+use crate::store::error::StoreError;
+
+/// Sorts `events` by seq, collapses identical duplicates and rejects contradictory ones.
+///
+/// # Errors
+/// `InvalidTransition` for an event of another run, a zero or oversized seq, or a
+/// non-portable payload; `EventConflict` for two different events at one seq.
+pub fn normalize_events(run: &Run, events: &[Event]) -> Result<Vec<Event>, StoreError> {
+    let mut by_seq: BTreeMap<u64, &Event> = BTreeMap::new();
+    for event in events {
+        if event.run_id != run.id {
+            return Err(StoreError::invalid_transition(format!(
+                "event seq {} belongs to run {}, not {}",
+                event.seq, event.run_id, run.id
+            )));
+        }
+        if event.seq == 0 || event.seq > MAX_SEQ {
+            return Err(StoreError::invalid_transition(format!(
+                "event seq {} is out of range",
+                event.seq
+            )));
+        }
+        check_portable_map(&event.payload)
+            .and_then(|()| check_portable_map(&event.metadata))
+            .map_err(|e| StoreError::invalid_transition(format!("event {}: {e}", event.seq)))?;
+        match by_seq.get(&event.seq) {
+            Some(existing) if *existing != event => {
+                return Err(StoreError::EventConflict { seq: event.seq });
+            }
+            Some(_) => {}
+            None => {
+                by_seq.insert(event.seq, event);
+            }
+        }
+    }
+    Ok(by_seq.into_values().cloned().collect())
+}
+
+/// Splits normalized `proposed` events into those to insert, given the stored event at each
+/// seq (`stored(seq)`): identical stored events are accepted without a write.
+///
+/// # Errors
+/// `EventConflict` at the first seq whose stored event differs; any error of `stored`.
+pub fn merge_with_stored<F>(proposed: Vec<Event>, mut stored: F) -> Result<Vec<Event>, StoreError>
+where
+    F: FnMut(u64) -> Result<Option<Event>, StoreError>,
+{
+    let mut to_insert = Vec::with_capacity(proposed.len());
+    for event in proposed {
+        match stored(event.seq)? {
+            Some(existing) if existing == event => {}
+            Some(_) => return Err(StoreError::EventConflict { seq: event.seq }),
+            None => to_insert.push(event),
+        }
+    }
+    Ok(to_insert)
+}

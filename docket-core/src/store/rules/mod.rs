@@ -1,0 +1,9 @@
+//! Pure decision tables every backend shares (DESIGN §3 `store`): backends encode
+//! conditions, they never re-decide policy.
+
+pub mod claim_order;
+pub mod events;
+pub mod graph;
+pub mod ops;
+pub mod queries;
+pub mod transition;

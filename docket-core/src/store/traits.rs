@@ -1,0 +1,261 @@
+//! The store traits (DESIGN §4, spec §4).
+//!
+//! # Contract shared by every method
+//!
+//! * Time is the caller's: every method that stamps a time takes `now` (the engine's
+//!   [`crate::model::Clock`]), so one manual clock drives every backend in tests.
+//! * Scopes conceal: a row owned by another tenant is [`StoreError::NotFound`], exactly like an
+//!   unknown id (except `initialize`, where run ids are global and a taken id is `Conflict`).
+//! * Corruption is loud: a stored record that cannot be decoded or breaks an invariant is
+//!   [`StoreError::Corrupt`] / [`StoreError::CorruptGraph`], never "absent".
+//! * Rejected writes change nothing: after any error from a write, the store is unchanged.
+//!
+//! # Cancel safety
+//!
+//! Reads are cancel safe. Writes are not: a write future dropped after it was sent may or may
+//! not have been applied. Callers resolve that by re-reading (DESIGN §6), never by blindly
+//! retrying.
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+
+use crate::graph::GraphDocument;
+use crate::model::{
+    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+};
+
+use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy};
+use super::error::StoreError;
+use super::proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
+use super::prune::{PrunePolicy, PruneReport};
+
+/// A stream of "something may have become due" hints. Polling stays the correctness
+/// mechanism; a lost hint costs latency only.
+pub type Wakeups = BoxStream<'static, ()>;
+
+/// Durable runs: the three transitions (the only write path for run documents), reads,
+/// claims, events and retention.
+#[async_trait]
+pub trait RunStore: Send + Sync + Debug + 'static {
+    /// Inserts a freshly initialized run with its events, atomically.
+    ///
+    /// Validation order: proposal (`run_initialized`, `running`, `checkpoint_seq ≥ 1`, durable
+    /// document, events) → graph `(owner, graph_id, graph_hash)` exists → run id unused in
+    /// any scope. The row starts unclaimed with `wake_at = proposal.wake_at`, zero counters and
+    /// no poison.
+    ///
+    /// # Errors
+    /// `InvalidTransition` (malformed), `EventConflict` (contradictory duplicate events),
+    /// `NotFound` (graph absent in `owner`), `Conflict` (run id taken), infrastructure errors.
+    async fn initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError>;
+
+    /// Commits a moment under the double fence (claim token + `expected_seq`), atomically
+    /// with its events and schedule; resets claim attempts, abandons and poison.
+    ///
+    /// Validation order: proposal → lookup in `scope` → immutable identity (`id`, `graph_id`,
+    /// `graph_hash`, `started_at`) → fences (seq, token) → events.
+    ///
+    /// # Errors
+    /// `InvalidTransition`, `NotFound`, `StaleCheckpoint` (fence lost), `EventConflict`,
+    /// infrastructure errors (`Ambiguous` when the outcome is unknown).
+    async fn commit_claimed(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError>;
+
+    /// Commits a signal's moment under an optimistic `checkpoint_seq` CAS; always releases any
+    /// claim (fencing out an in-flight holder) and resets counters and poison.
+    ///
+    /// # Errors
+    /// As [`RunStore::commit_claimed`], with `StaleCheckpoint` meaning the seq moved.
+    async fn commit_unclaimed(
+        &self,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError>;
+
+    /// The exact last committed document.
+    ///
+    /// # Errors
+    /// `NotFound` (unknown or other tenant), `Corrupt`, infrastructure errors.
+    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError>;
+
+    /// The document plus its operational projection (never the claim token).
+    ///
+    /// # Errors
+    /// As [`RunStore::fetch_run`].
+    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError>;
+
+    /// Runs newest first by `(started_at, run_id)`, filtered in the store, summaries only.
+    ///
+    /// # Errors
+    /// `InvalidArgument` (limit 0 or above the maximum, empty status filter), infrastructure.
+    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError>;
+
+    /// Atomically selects and claims (or poisons) at most `policy.limit` due runs, following
+    /// the class reservation and preference rules of spec §4.2. Always system work.
+    ///
+    /// # Errors
+    /// Infrastructure errors only; nothing is claimed on error.
+    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError>;
+
+    /// Advances `claimed_at` to `max(stored, now)` if `token` is current (expiry is not
+    /// checked: an expired-but-unstolen claim may still refresh).
+    ///
+    /// # Errors
+    /// `ClaimLost` (token not current or run unknown; nothing changes), infrastructure.
+    async fn refresh_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// Releases the claim if `token` is current (`wake_at = now`, attempts unchanged);
+    /// otherwise does nothing. Idempotent.
+    ///
+    /// # Errors
+    /// Infrastructure errors only.
+    async fn release_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// Hands a claim back before its first commit (spec §3.3): fenced on token and
+    /// `policy.expected_seq`; decrements attempts; reschedules or poisons.
+    ///
+    /// # Errors
+    /// `InvalidArgument` (`retry_at < now`), infrastructure. A stale fence is `Ok(Stale)`.
+    async fn abandon_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        policy: &AbandonPolicy,
+    ) -> Result<AbandonOutcome, StoreError>;
+
+    /// Recovers a poisoned run (wake now, counters zeroed); a healthy live run is returned
+    /// unchanged. Changes no document and consumes no sequence.
+    ///
+    /// # Errors
+    /// `InactiveRun` (terminal, checked first), `NotFound`, infrastructure.
+    async fn retry_poisoned_run(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Run, StoreError>;
+
+    /// One event.
+    ///
+    /// # Errors
+    /// `NotFound` (run not visible, or seq absent or pruned), `Corrupt`, infrastructure.
+    async fn fetch_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<Event, StoreError>;
+
+    /// The newest retained event, or `None` for a visible run with none retained.
+    ///
+    /// # Errors
+    /// `NotFound`, `Corrupt` (a corrupt newest row is never skipped), infrastructure.
+    async fn fetch_latest_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<Option<Event>, StoreError>;
+
+    /// Events with `seq > after_seq`, ascending, with retained bounds from one snapshot.
+    ///
+    /// # Errors
+    /// `NotFound`, `InvalidArgument` (limit), `Corrupt`, infrastructure.
+    async fn list_events(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        query: &EventQuery,
+    ) -> Result<EventPage, StoreError>;
+
+    /// One retention pass (events by age, terminal runs by age, unreferenced old graph
+    /// versions); at most one pass runs at a time per store.
+    ///
+    /// # Errors
+    /// `InvalidArgument` (event retention above run retention), infrastructure.
+    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError>;
+
+    /// A fresh subscription to wake hints, if the backend offers them.
+    fn wakeups(&self) -> Option<Wakeups>;
+}
+
+/// Content-addressed graph versions, owner-scoped.
+#[async_trait]
+pub trait GraphStore: Send + Sync + Debug + 'static {
+    /// Stores an effective document under `graph_ref` (idempotent by content).
+    ///
+    /// The store re-encodes the document canonically and checks that it hashes to
+    /// `graph_ref.graph_hash`. Saving identical content again keeps the original publication
+    /// time; different content under the same address is refused.
+    ///
+    /// # Errors
+    /// `InvalidGraphDocument` (id mismatch), `InvalidGraphHash`, `GraphContentConflict`,
+    /// infrastructure errors.
+    async fn save_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+        graph: &GraphDocument,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// The stored effective document, re-verified against its hash.
+    ///
+    /// # Errors
+    /// `NotFound`, `CorruptGraph` (never "absent"), infrastructure.
+    async fn fetch_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<GraphDocument, StoreError>;
+
+    /// The newest version of `graph_id` by `(published_at, graph_hash)`.
+    ///
+    /// # Errors
+    /// `NotFound`, infrastructure.
+    async fn fetch_latest_graph_ref(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+    ) -> Result<GraphRef, StoreError>;
+
+    /// Versions of `graph_id`, newest first, keyset-paged.
+    ///
+    /// # Errors
+    /// `InvalidArgument` (limit), infrastructure. An unknown id is an empty page.
+    async fn list_graph_versions(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+        query: &GraphVersionQuery,
+    ) -> Result<GraphVersionPage, StoreError>;
+}
+
+/// One value implementing every store trait. Stores from different backends are never mixed,
+/// because transitions need one transaction context.
+pub trait Backend: RunStore + GraphStore {}
+
+impl<T: RunStore + GraphStore + ?Sized> Backend for T {}

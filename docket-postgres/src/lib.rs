@@ -1,0 +1,3 @@
+//! # docket-postgres
+//!
+//! PostgreSQL backend for Docket (sqlx): one-statement claims and fenced commits.

@@ -1,0 +1,3 @@
+//! # docket-redis
+//!
+//! Redis backend for Docket: one Lua script per operation.

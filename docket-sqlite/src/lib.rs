@@ -1,0 +1,3 @@
+//! # docket-sqlite
+//!
+//! Embedded SQLite backend for Docket (rusqlite, WAL, single writer thread).

@@ -1,0 +1,111 @@
+//! `cargo xtask`: project automation. Std-only, so it compiles in seconds.
+//!
+//! * `cargo xtask ci` — fmt check, clippy `-D warnings`, every test of every crate against the
+//!   local PostgreSQL and Redis (started if installed but down; a missing server fails the run).
+//! * `cargo xtask services` — make sure PostgreSQL and Redis answer, starting them if needed.
+
+use std::env;
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("services") => services(),
+        _ => {
+            eprintln!("usage: cargo xtask <ci|services>");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+fn cargo(args: &[&str]) -> Result {
+    step(&format!("cargo {}", args.join(" ")));
+    let status = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
+    }
+}
+
+fn step(what: &str) {
+    eprintln!("\n==> {what}");
+}
+
+fn ci() -> Result {
+    let started = Instant::now();
+    cargo(&["fmt", "--all", "--check"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    services()?;
+    cargo(&["test", "--workspace", "--all-features"])?;
+    eprintln!("\nxtask ci: all green in {:.0?}", started.elapsed());
+    Ok(())
+}
+
+fn services() -> Result {
+    step("services: PostgreSQL 127.0.0.1:5432 and Redis 127.0.0.1:6379");
+    ensure_service(
+        "PostgreSQL",
+        "127.0.0.1:5432",
+        "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start",
+        "apt-get install -y postgresql",
+    )?;
+    ensure_service(
+        "Redis",
+        "127.0.0.1:6379",
+        "redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save '' --appendonly no",
+        "apt-get install -y redis-server",
+    )
+}
+
+fn reachable(addr: &str) -> bool {
+    addr.parse::<SocketAddr>()
+        .ok()
+        .is_some_and(|a| TcpStream::connect_timeout(&a, Duration::from_millis(500)).is_ok())
+}
+
+fn ensure_service(name: &str, addr: &str, start: &str, install: &str) -> Result {
+    if reachable(addr) {
+        eprintln!("{name} answers on {addr}");
+        return Ok(());
+    }
+    eprintln!("{name} is not answering on {addr}; starting it: {start}");
+    let status = Command::new("sh").arg("-c").arg(start).status();
+    if !status.is_ok_and(|s| s.success()) {
+        return Err(format!(
+            "{name} is not running and could not be started; install it with `{install}`"
+        ));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if reachable(addr) {
+            eprintln!("{name} answers on {addr}");
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Err(format!("{name} was started but does not answer on {addr}"))
+}
