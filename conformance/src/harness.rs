@@ -1,0 +1,74 @@
+//! What a store author implements to run the suite: a factory of fresh, isolated backends.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use docket_core::graph::GraphDocument;
+use docket_core::model::{GraphRef, OwnerScope, RunId};
+use docket_core::store::{Backend, StoreError};
+
+/// Optional abilities of a backend that some cases need.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `RunStore::wakeups` returns a stream.
+    pub wakeups: bool,
+}
+
+/// Hands each case a fresh, isolated backend (PostgreSQL: its own schema; Redis: its own key
+/// prefix; SQLite: its own temp dir; memory: a new value) plus a guard that cleans it up.
+///
+/// Time is never read by the suite from a wall clock: every case passes its own `now`.
+#[async_trait]
+pub trait Harness: Send + Sync + 'static {
+    /// Dropped after the case; removes the schema, key prefix or directory.
+    type Guard: Send + Sync + 'static;
+
+    /// A fresh, empty, isolated backend.
+    ///
+    /// # Errors
+    /// Any failure to reach or prepare the store (a missing server fails the case).
+    async fn open(&self) -> Result<(Arc<dyn Backend>, Self::Guard), StoreError>;
+
+    /// What the backend offers beyond the mandatory contract.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+
+    /// Every stored byte of the isolated store, rendered deterministically (rows/keys sorted),
+    /// so a case can prove that a rejected write left the store byte-identical.
+    ///
+    /// # Errors
+    /// Any failure to read the store.
+    async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError>;
+
+    /// Overwrites the stored document of `run_id` with bytes that cannot be decoded.
+    ///
+    /// # Errors
+    /// Any failure to write the store.
+    async fn corrupt_run(&self, guard: &Self::Guard, run_id: &RunId) -> Result<(), StoreError>;
+
+    /// Overwrites the stored event `seq` of `run_id` with bytes that cannot be decoded.
+    ///
+    /// # Errors
+    /// Any failure to write the store.
+    async fn corrupt_event(
+        &self,
+        guard: &Self::Guard,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<(), StoreError>;
+
+    /// Overwrites the stored bytes of one graph version.
+    ///
+    /// # Errors
+    /// Any failure to write the store.
+    async fn corrupt_graph(
+        &self,
+        guard: &Self::Guard,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<(), StoreError>;
+}
+
+/// Marker so the suite can name the document type in helper signatures.
+pub type Document = GraphDocument;
