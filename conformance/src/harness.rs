@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use docket_core::graph::GraphDocument;
 use docket_core::model::{GraphRef, OwnerScope, RunId};
 use docket_core::store::{Backend, StoreError};
 
@@ -69,6 +68,3 @@ pub trait Harness: Send + Sync + 'static {
         graph_ref: &GraphRef,
     ) -> Result<(), StoreError>;
 }
-
-/// Marker so the suite can name the document type in helper signatures.
-pub type Document = GraphDocument;
