@@ -2,4 +2,4 @@
 
 pub mod moment;
 
-pub use moment::{Disposition, Moment, ParkKind, ParkReason, PendingAttempt};
+pub use moment::{Disposition, Moment, Mutation, ParkKind, ParkReason, PendingAttempt};

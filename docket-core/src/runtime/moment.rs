@@ -157,3 +157,12 @@ pub struct Moment {
     /// Newly parked pending writes.
     pub pending_attempts: Vec<PendingAttempt>,
 }
+
+/// What a signal's pure mutation decides for the freshly fetched run (spec §2.13).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mutation {
+    /// Commit this moment with `commit_unclaimed` at the fetched run's seq.
+    Commit(Box<Moment>),
+    /// Nothing to do: return this run without writing (e.g. cancelling a cancelled run).
+    Unchanged(Box<Run>),
+}
