@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::codes;
 use super::diagnostic::Diagnostic;
 use super::document::{GraphDocument, START};
 use super::policy::graph_max_supersteps;
@@ -29,7 +30,7 @@ pub fn lower(
     let mut problems = Vec::new();
     let graph_id = GraphId::new(doc.id.clone()).map_err(|e| {
         vec![Diagnostic::error(
-            "lowering_invariant_failed",
+            codes::LOWERING_INVARIANT_FAILED,
             "/id",
             e.to_string(),
         )]
@@ -49,7 +50,7 @@ pub fn lower(
                 kind: FieldKind::Input,
                 schema,
                 reducer: Reducer::LastValue,
-                default: input.default.clone(),
+                default: non_null(input.default.as_ref()),
                 required: input.required,
             },
             &mut problems,
@@ -62,7 +63,7 @@ pub fn lower(
             problems.push(invariant(&format!("{path}/reducer"), &reasons.join("; ")));
             Reducer::LastValue
         });
-        let default = field.default.clone().or_else(|| reducer.zero());
+        let default = non_null(field.default.as_ref()).or_else(|| reducer.zero());
         insert_channel(
             &mut channels,
             state_channel(id),
@@ -166,7 +167,7 @@ pub fn lower(
         }) = channels.get(&source_channel)
         else {
             problems.push(Diagnostic::error(
-                "missing_runtime_channel",
+                codes::MISSING_RUNTIME_CHANNEL,
                 format!("/outputs/{id}/source"),
                 format!("output source channel {source_channel} does not exist"),
             ));
@@ -210,7 +211,13 @@ pub fn lower(
 }
 
 fn invariant(path: &str, message: &str) -> Diagnostic {
-    Diagnostic::error("lowering_invariant_failed", path, message)
+    Diagnostic::error(codes::LOWERING_INVARIANT_FAILED, path, message)
+}
+
+/// A `null` default is no default: readers see the reducer's zero (or nothing), as when the
+/// default is absent.
+fn non_null(value: Option<&serde_json::Value>) -> Option<serde_json::Value> {
+    value.filter(|v| !v.is_null()).cloned()
 }
 
 fn insert_channel(
@@ -221,7 +228,7 @@ fn insert_channel(
 ) {
     match channels.entry(id) {
         std::collections::btree_map::Entry::Occupied(taken) => problems.push(Diagnostic::error(
-            "runtime_id_collision",
+            codes::RUNTIME_ID_COLLISION,
             "/",
             format!("runtime id {} is produced twice", taken.key()),
         )),
