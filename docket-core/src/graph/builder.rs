@@ -120,7 +120,12 @@ impl GraphBuilder {
 
     /// Declares an unguarded edge. `from` is `START`, a node id, or a list of node ids (a
     /// barrier join); `to` is a node id or `FINISH`.
-    pub fn edge(self, id: impl Into<String>, from: impl Into<EdgeFrom>, to: impl Into<String>) -> Self {
+    pub fn edge(
+        self,
+        id: impl Into<String>,
+        from: impl Into<EdgeFrom>,
+        to: impl Into<String>,
+    ) -> Self {
         self.edge_decl(id, EdgeDecl::new(from, to))
     }
 

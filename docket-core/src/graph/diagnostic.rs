@@ -135,7 +135,10 @@ mod tests {
     #[test]
     fn pointer_escapes_tilde_and_slash() {
         assert_eq!(pointer(&[]), "");
-        assert_eq!(pointer(&["nodes", "a/b~c", "config"]), "/nodes/a~1b~0c/config");
+        assert_eq!(
+            pointer(&["nodes", "a/b~c", "config"]),
+            "/nodes/a~1b~0c/config"
+        );
     }
 
     #[test]
@@ -147,6 +150,9 @@ mod tests {
             ],
         };
         assert!(err.has_code("no_entrypoint") && !err.has_code("dead_end_node"));
-        assert_eq!(err.to_string(), "graph does not compile: error[no_entrypoint] /edges: none");
+        assert_eq!(
+            err.to_string(),
+            "graph does not compile: error[no_entrypoint] /edges: none"
+        );
     }
 }

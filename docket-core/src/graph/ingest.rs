@@ -20,7 +20,9 @@ use serde_json::{Map, Value};
 
 use super::codes;
 use super::diagnostic::{pointer, Diagnostic};
-use super::document::{EdgeDecl, FieldDecl, GraphDocument, InputDecl, NodeDecl, OutputDecl, SCHEMA_VERSION};
+use super::document::{
+    EdgeDecl, FieldDecl, GraphDocument, InputDecl, NodeDecl, OutputDecl, SCHEMA_VERSION,
+};
 
 const TOP_LEVEL: &[&str] = &[
     "schema_version",
@@ -84,7 +86,11 @@ pub fn parse_document_value(value: Value) -> Result<GraphDocument, Vec<Diagnosti
     let mut out = Vec::new();
     let mut document = |path: String, message: String| {
         let d = Diagnostic::error(codes::INVALID_DOCUMENT, path, message);
-        out.push(if graph_id.is_empty() { d } else { d.with_id(graph_id) });
+        out.push(if graph_id.is_empty() {
+            d
+        } else {
+            d.with_id(graph_id)
+        });
     };
     for key in map.keys().filter(|k| !TOP_LEVEL.contains(&k.as_str())) {
         document(pointer(&[key]), format!("unknown top-level key {key:?}"));
@@ -96,10 +102,15 @@ pub fn parse_document_value(value: Value) -> Result<GraphDocument, Vec<Diagnosti
     }
     for key in ["name", "description"] {
         if let Some(v) = map.get(key).filter(|v| !v.is_null() && !v.is_string()) {
-            document(pointer(&[key]), format!("{key} must be a string, found {v}"));
+            document(
+                pointer(&[key]),
+                format!("{key} must be a string, found {v}"),
+            );
         }
     }
-    for key in ["policies", "metadata", "inputs", "fields", "outputs", "nodes", "edges"] {
+    for key in [
+        "policies", "metadata", "inputs", "fields", "outputs", "nodes", "edges",
+    ] {
         if map.get(key).is_some_and(|v| !v.is_object()) {
             document(pointer(&[key]), format!("{key} must be an object"));
         }

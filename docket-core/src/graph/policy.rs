@@ -62,7 +62,10 @@ impl NodePolicies {
         };
         let mut out = NodePolicies::default();
         if raw.contains_key("on_error") {
-            problem(&["on_error"], "policy \"on_error\" is reserved and not supported");
+            problem(
+                &["on_error"],
+                "policy \"on_error\" is reserved and not supported",
+            );
         }
         if let Some(v) = raw.get("timeout_ms") {
             match v.as_u64().filter(|n| *n > 0) {

@@ -203,7 +203,11 @@ fn nodes(rtg: &RuntimeGraph, out: &mut Vec<Diagnostic>) {
         if node.implementation.is_empty() {
             out.push(invariant(path.clone(), "node has no implementation"));
         }
-        for channel in node.subscribe.iter().filter(|c| !rtg.channels.contains_key(*c)) {
+        for channel in node
+            .subscribe
+            .iter()
+            .filter(|c| !rtg.channels.contains_key(*c))
+        {
             out.push(Diagnostic::error(
                 codes::MISSING_RUNTIME_CHANNEL,
                 path.clone(),

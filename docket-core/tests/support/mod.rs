@@ -110,7 +110,9 @@ pub fn diagnose(doc: &GraphDocument) -> Vec<Diagnostic> {
 }
 
 /// `doc` compiled for publication under the test registry.
-pub fn publish(doc: &GraphDocument) -> Result<docket_core::graph::Compiled, docket_core::graph::CompileError> {
+pub fn publish(
+    doc: &GraphDocument,
+) -> Result<docket_core::graph::Compiled, docket_core::graph::CompileError> {
     compile_for_publication(doc, &TestContracts::new(), CompileOptions::default())
 }
 

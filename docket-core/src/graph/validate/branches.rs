@@ -24,7 +24,10 @@ pub fn check(doc: &GraphDocument, out: &mut Vec<Diagnostic>) {
                         Diagnostic::error(
                             codes::DUPLICATE_BRANCH_EDGE,
                             at,
-                            format!("edge {} is listed in more than one branch slot", shorten(edge_id)),
+                            format!(
+                                "edge {} is listed in more than one branch slot",
+                                shorten(edge_id)
+                            ),
                         )
                         .with_id(node_id),
                     );

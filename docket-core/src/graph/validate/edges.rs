@@ -118,7 +118,13 @@ fn target(doc: &GraphDocument, id: &str, edge: &EdgeDecl, at: &str, out: &mut Ve
     }
 }
 
-fn guard(doc: &GraphDocument, id: &str, raw: &serde_json::Value, at: &str, out: &mut Vec<Diagnostic>) {
+fn guard(
+    doc: &GraphDocument,
+    id: &str,
+    raw: &serde_json::Value,
+    at: &str,
+    out: &mut Vec<Diagnostic>,
+) {
     match Guard::parse(raw) {
         Err(e) => {
             let code = if e.is_path_error {
@@ -136,7 +142,10 @@ fn guard(doc: &GraphDocument, id: &str, raw: &serde_json::Value, at: &str, out: 
                         Diagnostic::error(
                             codes::UNKNOWN_GUARD_FIELD,
                             at,
-                            format!("guard reads {}, which is neither an input nor a field", shorten(&field)),
+                            format!(
+                                "guard reads {}, which is neither an input nor a field",
+                                shorten(&field)
+                            ),
                         )
                         .with_id(id),
                     );

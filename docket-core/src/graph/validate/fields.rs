@@ -102,7 +102,13 @@ fn default(
     }
 }
 
-fn reducer_fits(reducer: &Reducer, schema: &Schema, path: &str, id: &str, out: &mut Vec<Diagnostic>) {
+fn reducer_fits(
+    reducer: &Reducer,
+    schema: &Schema,
+    path: &str,
+    id: &str,
+    out: &mut Vec<Diagnostic>,
+) {
     let ty = &schema.ty;
     let (fits, needs) = match reducer {
         Reducer::LastValue | Reducer::FirstValue => (true, ""),
@@ -134,8 +140,12 @@ fn reducer_fits(reducer: &Reducer, schema: &Schema, path: &str, id: &str, out: &
         );
         return;
     }
-    if let (Reducer::Append { .. } | Reducer::Union { .. }, SchemaType::List { item: Some(item), .. }) =
-        (reducer, ty)
+    if let (
+        Reducer::Append { .. } | Reducer::Union { .. },
+        SchemaType::List {
+            item: Some(item), ..
+        },
+    ) = (reducer, ty)
     {
         if matches!(item.ty, SchemaType::List { .. }) {
             out.push(

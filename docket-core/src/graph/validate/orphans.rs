@@ -30,7 +30,11 @@ pub fn check(doc: &GraphDocument, out: &mut Vec<Diagnostic>) {
             strings(value, &mut mentioned);
         }
     }
-    for id in doc.fields.keys().filter(|id| !mentioned.contains(id.as_str())) {
+    for id in doc
+        .fields
+        .keys()
+        .filter(|id| !mentioned.contains(id.as_str()))
+    {
         out.push(
             Diagnostic::warning(
                 codes::ORPHANED_FIELD,

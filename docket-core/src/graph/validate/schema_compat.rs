@@ -25,11 +25,10 @@ fn at(source: &Schema, output: &Schema, path: &str) -> Option<String> {
             b.name(),
             a.name()
         )),
-        (SchemaType::Enum { values: from }, SchemaType::Enum { values: to }) => {
-            from.iter().find(|v| !to.contains(v)).map(|missing| {
-                format!("{where_}: output enum lacks the source value {missing}")
-            })
-        }
+        (SchemaType::Enum { values: from }, SchemaType::Enum { values: to }) => from
+            .iter()
+            .find(|v| !to.contains(v))
+            .map(|missing| format!("{where_}: output enum lacks the source value {missing}")),
         (SchemaType::List { item: from, .. }, SchemaType::List { item: to, .. }) => {
             match (from, to) {
                 (_, None) => None,
@@ -55,14 +54,20 @@ mod tests {
 
     #[test]
     fn same_types_are_compatible_and_different_types_are_not() {
-        assert!(incompatibility(&s(json!({"type": "string"})), &s(json!({"type": "string"}))).is_none());
-        assert!(incompatibility(&s(json!({"type": "integer"})), &s(json!({"type": "float"}))).is_some());
+        assert!(
+            incompatibility(&s(json!({"type": "string"})), &s(json!({"type": "string"}))).is_none()
+        );
+        assert!(
+            incompatibility(&s(json!({"type": "integer"})), &s(json!({"type": "float"}))).is_some()
+        );
     }
 
     #[test]
     fn enum_output_must_contain_every_source_value() {
         let src = s(json!({"type": "enum", "values": ["a", "b"]}));
-        assert!(incompatibility(&src, &s(json!({"type": "enum", "values": ["b", "a", "c"]}))).is_none());
+        assert!(
+            incompatibility(&src, &s(json!({"type": "enum", "values": ["b", "a", "c"]}))).is_none()
+        );
         assert!(incompatibility(&src, &s(json!({"type": "enum", "values": ["a"]}))).is_some());
     }
 
