@@ -106,6 +106,7 @@ pub fn lower(
             },
         );
     }
+    let mut wiring = node_wiring(&edges);
     let mut nodes = BTreeMap::new();
     for (id, node) in &doc.nodes {
         let Some(implementation) = node.implementation.clone() else {
@@ -115,17 +116,8 @@ pub fn lower(
             ));
             continue;
         };
-        // `edges` is a BTreeMap, so both lists come out sorted by edge id (and so by channel).
-        let subscribe = edges
-            .values()
-            .filter(|e| &e.to == id)
-            .map(|e| e.channel_id.clone())
-            .collect();
-        let outgoing_edges = edges
-            .values()
-            .filter(|e| e.from.iter().any(|f| f == id))
-            .map(|e| e.id.clone())
-            .collect();
+        let subscribe = wiring.subscribe.remove(id.as_str()).unwrap_or_default();
+        let outgoing_edges = wiring.outgoing.remove(id.as_str()).unwrap_or_default();
         nodes.insert(
             node_channel(id),
             RuntimeNode {
@@ -208,6 +200,41 @@ pub fn lower(
         outputs,
         max_supersteps,
     })
+}
+
+/// Per node id: the channels of its incoming edges and the ids of its outgoing edges.
+pub(crate) struct NodeWiring {
+    /// Node id → sorted channel ids of edges whose target it is.
+    pub subscribe: BTreeMap<String, Vec<String>>,
+    /// Node id → sorted ids of edges listing it as a source.
+    pub outgoing: BTreeMap<String, Vec<String>>,
+}
+
+/// Indexes `edges` by node in one pass. `edges` is a `BTreeMap`, so both lists come out
+/// sorted by edge id (and so by channel id, which only adds a common prefix).
+pub(crate) fn node_wiring(edges: &BTreeMap<String, RuntimeEdge>) -> NodeWiring {
+    let mut wiring = NodeWiring {
+        subscribe: BTreeMap::new(),
+        outgoing: BTreeMap::new(),
+    };
+    for edge in edges.values() {
+        wiring
+            .subscribe
+            .entry(edge.to.clone())
+            .or_default()
+            .push(edge.channel_id.clone());
+        let mut sources: Vec<&String> = edge.from.iter().collect();
+        sources.sort();
+        sources.dedup();
+        for source in sources {
+            wiring
+                .outgoing
+                .entry(source.clone())
+                .or_default()
+                .push(edge.id.clone());
+        }
+    }
+    wiring
 }
 
 fn invariant(path: &str, message: &str) -> Diagnostic {

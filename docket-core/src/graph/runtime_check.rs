@@ -7,12 +7,13 @@
 //! `runtime_id_collision` (two elements share a runtime id), `missing_runtime_channel` (a
 //! reference to an absent channel) and `lowering_invariant_failed` (anything else).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::codes;
 use super::diagnostic::{pointer, Diagnostic};
 use super::document::{FINISH, START};
 use super::guard::Guard;
+use super::lower::node_wiring;
 use super::runtime_graph::{
     edge_channel, input_channel, node_channel, output_channel, state_channel, Channel, FieldKind,
     RuntimeGraph,
@@ -198,6 +199,7 @@ fn edges(rtg: &RuntimeGraph, out: &mut Vec<Diagnostic>) {
 }
 
 fn nodes(rtg: &RuntimeGraph, out: &mut Vec<Diagnostic>) {
+    let mut wiring = node_wiring(&rtg.edges);
     for node in rtg.nodes.values() {
         let path = pointer(&["nodes", &node.public_id]);
         if node.implementation.is_empty() {
@@ -214,14 +216,7 @@ fn nodes(rtg: &RuntimeGraph, out: &mut Vec<Diagnostic>) {
                 format!("node subscribes to channel {channel:?}, which does not exist"),
             ));
         }
-        let subscribe: Vec<String> = rtg
-            .edges
-            .values()
-            .filter(|e| e.to == node.public_id)
-            .map(|e| e.channel_id.clone())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let subscribe = wiring.subscribe.remove(&node.public_id).unwrap_or_default();
         if node.subscribe != subscribe {
             out.push(invariant(
                 path.clone(),
@@ -232,12 +227,7 @@ fn nodes(rtg: &RuntimeGraph, out: &mut Vec<Diagnostic>) {
                 ),
             ));
         }
-        let outgoing: Vec<String> = rtg
-            .edges
-            .values()
-            .filter(|e| e.from.iter().any(|f| *f == node.public_id))
-            .map(|e| e.id.clone())
-            .collect();
+        let outgoing = wiring.outgoing.remove(&node.public_id).unwrap_or_default();
         if node.outgoing_edges != outgoing {
             out.push(invariant(
                 path,

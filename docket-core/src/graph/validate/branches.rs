@@ -16,6 +16,16 @@ pub fn check(doc: &GraphDocument, out: &mut Vec<Diagnostic>) {
     for (node_id, node) in &doc.nodes {
         let mut seen = BTreeSet::new();
         for (group, edge_ids) in &node.branches {
+            if group.starts_with('$') {
+                out.push(
+                    Diagnostic::error(
+                        codes::RESERVED_ID,
+                        pointer(&["nodes", node_id, "branches", group]),
+                        format!("branch group name {} is reserved", shorten(group)),
+                    )
+                    .with_id(node_id),
+                );
+            }
             for (i, edge_id) in edge_ids.iter().enumerate() {
                 let index = i.to_string();
                 let at = pointer(&["nodes", node_id, "branches", group, &index]);

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::graph::codes;
 use crate::graph::diagnostic::{pointer, Diagnostic};
 use crate::graph::document::GraphDocument;
-use crate::model::value::{check_portable, ValueError};
+use crate::model::value::{check_portable, check_portable_map, ValueError};
 use crate::model::ValueMap;
 
 /// Runs the durability pass.
@@ -38,18 +38,20 @@ pub fn check(doc: &GraphDocument, out: &mut Vec<Diagnostic>) {
 }
 
 fn map(map: &ValueMap, at: &[&str], id: &str, out: &mut Vec<Diagnostic>) {
-    // Checked as one value so the map itself counts as a nesting level, like any stored value.
-    let whole = Value::Object(map.clone());
-    value(Some(&whole), at, id, out);
+    if let Err(error) = check_portable_map(map) {
+        report(&error, at, id, out);
+    }
 }
 
 fn value(value: Option<&Value>, at: &[&str], id: &str, out: &mut Vec<Diagnostic>) {
-    let Some(value) = value else { return };
-    let Err(error) = check_portable(value) else {
-        return;
-    };
+    if let Some(Err(error)) = value.map(check_portable) {
+        report(&error, at, id, out);
+    }
+}
+
+fn report(error: &ValueError, at: &[&str], id: &str, out: &mut Vec<Diagnostic>) {
     let base = pointer(at);
-    let inner = match &error {
+    let inner = match error {
         ValueError::ReservedKey { key, path } => format!("{}/{key}", trim_root(path)),
         ValueError::TooDeep { path } | ValueError::NotAMap { path, .. } => {
             trim_root(path).to_owned()
