@@ -29,6 +29,7 @@ macro_rules! catalogue {
                 };
                 assert_eq!(found.severity, severity, "{found:#?}");
                 assert!(!found.message.is_empty());
+                assert!(found.public_id.is_some(), "every diagnostic names an element: {found:#?}");
             }
         )*
 

@@ -91,6 +91,22 @@ pub fn pointer(segments: &[&str]) -> String {
     out
 }
 
+/// Fills in missing public ids from paths: `/nodes/<id>/…` (and inputs, fields, outputs,
+/// edges) names that element; any other path names the graph itself.
+pub(crate) fn fill_public_ids(diagnostics: &mut [Diagnostic], graph_id: &str) {
+    const COLLECTIONS: &[&str] = &["inputs", "fields", "outputs", "nodes", "edges"];
+    for d in diagnostics.iter_mut().filter(|d| d.public_id.is_none()) {
+        let mut segments = d.path.split('/').skip(1);
+        let id = match (segments.next(), segments.next()) {
+            (Some(collection), Some(id)) if COLLECTIONS.contains(&collection) => {
+                id.replace("~1", "/").replace("~0", "~")
+            }
+            _ => graph_id.to_owned(),
+        };
+        d.public_id = Some(id);
+    }
+}
+
 /// Compilation failed: at least one error-severity diagnostic.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("graph does not compile: {}", summary(.diagnostics))]
@@ -139,6 +155,18 @@ mod tests {
             pointer(&["nodes", "a/b~c", "config"]),
             "/nodes/a~1b~0c/config"
         );
+    }
+
+    #[test]
+    fn public_ids_are_filled_from_paths() {
+        let mut diagnostics = vec![
+            Diagnostic::error("x", "/nodes/a~1b/config", "m"),
+            Diagnostic::error("x", "/id", "m"),
+            Diagnostic::error("x", "/edges/e", "m").with_id("kept"),
+        ];
+        fill_public_ids(&mut diagnostics, "g");
+        let ids: Vec<Option<&str>> = diagnostics.iter().map(|d| d.public_id.as_deref()).collect();
+        assert_eq!(ids, vec![Some("a/b"), Some("g"), Some("kept")]);
     }
 
     #[test]

@@ -74,11 +74,15 @@ pub fn parse_document_value(value: Value) -> Result<GraphDocument, Vec<Diagnosti
             )])
         }
         Some(v) if v.as_u64() != Some(SCHEMA_VERSION) => {
-            return Err(vec![Diagnostic::error(
+            let d = Diagnostic::error(
                 codes::UNSUPPORTED_SCHEMA_VERSION,
                 "/schema_version",
                 format!("schema_version {v} is not supported (expected {SCHEMA_VERSION})"),
-            )])
+            );
+            return Err(vec![match map.get("id").and_then(Value::as_str) {
+                Some(id) => d.with_id(id),
+                None => d,
+            }]);
         }
         Some(_) => {}
     }

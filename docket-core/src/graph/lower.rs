@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::codes;
-use super::diagnostic::Diagnostic;
+use super::diagnostic::{fill_public_ids, Diagnostic};
 use super::document::{GraphDocument, START};
 use super::policy::graph_max_supersteps;
 use super::reducer::Reducer;
@@ -187,6 +187,7 @@ pub fn lower(
         }
     };
     if !problems.is_empty() {
+        fill_public_ids(&mut problems, graph_id.as_str());
         return Err(problems);
     }
     let short = hash.as_str().get(..12).unwrap_or(hash.as_str());
@@ -256,7 +257,7 @@ fn insert_channel(
     match channels.entry(id) {
         std::collections::btree_map::Entry::Occupied(taken) => problems.push(Diagnostic::error(
             codes::RUNTIME_ID_COLLISION,
-            "/",
+            "",
             format!("runtime id {} is produced twice", taken.key()),
         )),
         std::collections::btree_map::Entry::Vacant(slot) => {

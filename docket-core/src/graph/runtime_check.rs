@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use super::codes;
-use super::diagnostic::{pointer, Diagnostic};
+use super::diagnostic::{fill_public_ids, pointer, Diagnostic};
 use super::document::{FINISH, START};
 use super::guard::Guard;
 use super::lower::node_wiring;
@@ -29,6 +29,7 @@ pub fn check_runtime(rtg: &RuntimeGraph) -> Vec<Diagnostic> {
     edges(rtg, &mut out);
     nodes(rtg, &mut out);
     outputs(rtg, &mut out);
+    fill_public_ids(&mut out, rtg.graph_id.as_str());
     out
 }
 

@@ -10,13 +10,14 @@
 //! | [`outputs`] | `unknown_output_source`, `invalid_schema`, `incompatible_output_schema` |
 //! | [`nodes`] | `missing_node_implementation`, `unsupported_node_implementation`, `node_module_not_loaded`, `invalid_node_config_schema`, `invalid_node_config`, `invalid_policy` (node) |
 //! | [`edges`] | endpoint, source-list and guard codes |
-//! | [`branches`] | branch codes and `unguarded_branch_edge` |
+//! | [`branches`] | branch codes, `reserved_id` (group names) and `unguarded_branch_edge` |
 //! | [`topology`] | `no_entrypoint`, `unreachable_node`, `no_terminal_edge`, `dead_end_node` |
 //! | [`cycles`] | `unbounded_cycle`, `unguarded_cycle` |
 //! | [`orphans`] | `orphaned_field` |
 //!
 //! Every collection id is checked by the pass of its collection (`reserved_id`,
-//! `invalid_public_id`).
+//! `invalid_public_id`). Every diagnostic carries a public id: the element's, or the graph's
+//! for document-level findings.
 
 pub mod branches;
 pub mod cycles;
@@ -37,7 +38,7 @@ use regex::Regex;
 
 use super::codes;
 use super::compile::{CompileOptions, NodeSchemas};
-use super::diagnostic::Diagnostic;
+use super::diagnostic::{fill_public_ids, Diagnostic};
 use super::document::GraphDocument;
 use crate::model::ids::MAX_ID_BYTES;
 
@@ -60,6 +61,7 @@ pub fn validate(
     topology::check(doc, &mut out);
     cycles::check(doc, options, &mut out);
     orphans::check(doc, &mut out);
+    fill_public_ids(&mut out, &doc.id);
     out
 }
 
