@@ -1,23 +1,50 @@
-//! The compiler pipeline (spec §6.2): ingest → node contracts → materialize → validate →
-//! lower → runtime validation.
+//! The compiler pipeline (spec §6.2): node contracts → materialize → validate → lower →
+//! runtime validation.
 //!
 //! * [`compile_for_publication`] materializes node config defaults and returns the effective
 //!   document whose hash becomes the graph's content address;
 //! * [`compile_effective`] compiles an already-effective (stored) document without
-//!   materializing, so later changes to a node's defaults never alter a published version.
-
-use std::collections::BTreeMap;
-
-use serde_json::Value;
+//!   materializing, so later changes to a node's defaults never alter a published version;
+//! * [`verify`] runs the same pipeline as publication and returns every diagnostic.
+//!
+//! Reading JSON with diagnostics (the ingest step) is [`super::ingest::parse_document`].
+//!
+//! ```
+//! use docket_core::graph::{compile_for_publication, CompileOptions, GraphDocument, NodeContracts, FINISH, START};
+//! use serde_json::{json, Value};
+//!
+//! struct Registry;
+//! impl NodeContracts for Registry {
+//!     fn config_schema(&self, name: &str) -> Option<Value> {
+//!         (name == "std.noop").then(|| json!({"type": "object", "fields": {
+//!             "retries": {"type": "integer", "default": 3}
+//!         }}))
+//!     }
+//! }
+//!
+//! let doc = GraphDocument::builder("hello")
+//!     .node("only", "std.noop")
+//!     .edge("begin", START, "only")
+//!     .edge("end", "only", FINISH)
+//!     .build()?;
+//! let compiled = compile_for_publication(&doc, &Registry, CompileOptions::default())?;
+//! // The default is now part of the stored document, and of its hash.
+//! assert_eq!(compiled.effective.nodes["only"].config["retries"], json!(3));
+//! assert_eq!(compiled.runtime.graph_hash, docket_core::graph::graph_hash(&compiled.effective));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use super::contracts::NodeContracts;
-use super::diagnostic::{CompileError, Diagnostic};
+use super::diagnostic::{sort_diagnostics, CompileError, Diagnostic};
 use super::document::GraphDocument;
 use super::hash::graph_hash;
 use super::lower::lower;
+use super::runtime_check::check_runtime;
 use super::runtime_graph::RuntimeGraph;
-use super::schema::{Schema, SchemaType};
 use super::validate;
+
+pub use super::contracts::NodeSchemas;
+pub use super::materialize::{materialize, validate_config};
 
 /// Host options that shape compilation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,39 +63,6 @@ pub struct Compiled {
     pub runtime: RuntimeGraph,
     /// Non-blocking diagnostics (warnings and infos).
     pub warnings: Vec<Diagnostic>,
-}
-
-/// Config schemas of the implementations a document uses, looked up once per compile.
-#[derive(Clone, Debug, Default)]
-pub struct NodeSchemas {
-    /// Implementation name → parsed config schema, or the reasons it failed to parse.
-    pub by_implementation: BTreeMap<String, Result<Schema, Vec<String>>>,
-    /// Implementation names with no registered implementation.
-    pub missing: Vec<String>,
-}
-
-impl NodeSchemas {
-    /// Asks `contracts` once for each distinct implementation named by `doc`.
-    #[must_use]
-    pub fn collect(doc: &GraphDocument, contracts: &dyn NodeContracts) -> Self {
-        let mut out = NodeSchemas::default();
-        for node in doc.nodes.values() {
-            let Some(name) = &node.implementation else {
-                continue;
-            };
-            if out.by_implementation.contains_key(name) || out.missing.contains(name) {
-                continue;
-            }
-            match contracts.config_schema(name) {
-                Some(raw) => {
-                    out.by_implementation
-                        .insert(name.clone(), Schema::parse(&raw));
-                }
-                None => out.missing.push(name.clone()),
-            }
-        }
-        out
-    }
 }
 
 /// Compiles an authored document for publication: materializes config defaults, validates,
@@ -99,8 +93,9 @@ pub fn compile_effective(
     finish(doc.clone(), &schemas, options)
 }
 
-/// Runs every validation pass and returns all diagnostics (errors and warnings) without
-/// lowering.
+/// Runs the publication pipeline and returns every diagnostic (errors and warnings, sorted:
+/// errors first, then by path). Lowering and runtime validation run only when the passes find
+/// no error, as in compilation.
 #[must_use]
 pub fn verify(
     doc: &GraphDocument,
@@ -108,7 +103,11 @@ pub fn verify(
     options: CompileOptions,
 ) -> Vec<Diagnostic> {
     let schemas = NodeSchemas::collect(doc, contracts);
-    validate::validate(&materialize(doc, &schemas), &schemas, options)
+    let effective = materialize(doc, &schemas);
+    match finish(effective, &schemas, options) {
+        Ok(compiled) => compiled.warnings,
+        Err(error) => error.diagnostics,
+    }
 }
 
 fn finish(
@@ -117,64 +116,24 @@ fn finish(
     options: CompileOptions,
 ) -> Result<Compiled, CompileError> {
     let mut diagnostics = validate::validate(&effective, schemas, options);
-    sort_diagnostics(&mut diagnostics);
-    if diagnostics.iter().any(Diagnostic::is_error) {
-        return Err(CompileError { diagnostics });
-    }
-    let hash = graph_hash(&effective);
-    let runtime = lower(&effective, &hash, options.max_supersteps).map_err(|mut errors| {
-        errors.extend(diagnostics.iter().cloned());
-        sort_diagnostics(&mut errors);
-        CompileError {
-            diagnostics: errors,
-        }
-    })?;
-    Ok(Compiled {
-        effective,
-        runtime,
-        warnings: diagnostics,
-    })
-}
-
-/// Errors first, then by path and code, so output is stable.
-fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
-    diagnostics.sort_by(|a, b| {
-        (a.severity, &a.path, &a.code, &a.message).cmp(&(b.severity, &b.path, &b.code, &b.message))
-    });
-}
-
-/// Inserts every config-schema field default that the node's config does not set.
-/// Explicit config always wins.
-#[must_use]
-pub fn materialize(doc: &GraphDocument, schemas: &NodeSchemas) -> GraphDocument {
-    let mut out = doc.clone();
-    for node in out.nodes.values_mut() {
-        let Some(name) = &node.implementation else {
-            continue;
-        };
-        let Some(Ok(schema)) = schemas.by_implementation.get(name) else {
-            continue;
-        };
-        if let SchemaType::Object { fields, .. } = &schema.ty {
-            for (key, field) in fields {
-                if let Some(default) = &field.default {
-                    node.config
-                        .entry(key.clone())
-                        .or_insert_with(|| default.clone());
+    if !diagnostics.iter().any(Diagnostic::is_error) {
+        let hash = graph_hash(&effective);
+        match lower(&effective, &hash, options.max_supersteps) {
+            Ok(runtime) => {
+                let problems = check_runtime(&runtime);
+                if problems.is_empty() {
+                    sort_diagnostics(&mut diagnostics);
+                    return Ok(Compiled {
+                        effective,
+                        runtime,
+                        warnings: diagnostics,
+                    });
                 }
+                diagnostics.extend(problems);
             }
+            Err(problems) => diagnostics.extend(problems),
         }
     }
-    out
-}
-
-/// Validates a node config against its implementation's schema.
-///
-/// # Errors
-/// Human-readable reasons.
-pub fn validate_config(
-    schema: &Schema,
-    config: &serde_json::Map<String, Value>,
-) -> Result<(), Vec<String>> {
-    schema.validate(&Value::Object(config.clone()))
+    sort_diagnostics(&mut diagnostics);
+    Err(CompileError { diagnostics })
 }

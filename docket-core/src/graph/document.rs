@@ -73,13 +73,21 @@ pub struct GraphDocument {
 #[serde(deny_unknown_fields)]
 pub struct InputDecl {
     /// Value schema (required; absence is the `missing_field_schema` diagnostic).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub schema: Option<Value>,
     /// Whether a run must provide it (unless it has a default).
     #[serde(default, skip_serializing_if = "is_false")]
     pub required: bool,
     /// Value readers see when the input is not provided.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub default: Option<Value>,
     /// Label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,13 +105,25 @@ pub struct InputDecl {
 #[serde(deny_unknown_fields)]
 pub struct FieldDecl {
     /// Value schema (required; absence is the `missing_field_schema` diagnostic).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub schema: Option<Value>,
     /// Reducer (`"sum"` or `{"type": "append", "unique": true}`); default `last_value`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub reducer: Option<Value>,
     /// Effective value before the first write.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub default: Option<Value>,
     /// Label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,7 +144,11 @@ pub struct OutputDecl {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// Output schema; defaults to the source's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub schema: Option<Value>,
     /// Label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -200,7 +224,11 @@ pub struct EdgeDecl {
     /// Target node id or `"$finish"`.
     pub to: String,
     /// Optional guard expression (see [`super::guard`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub guard: Option<Value>,
     /// Label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,6 +245,16 @@ pub struct EdgeDecl {
     /// Metadata.
     #[serde(default, skip_serializing_if = "ValueMap::is_empty")]
     pub metadata: ValueMap,
+}
+
+/// Deserializes a present member as `Some`, even when it is `null`: `Option<Value>` would
+/// otherwise read `"default": null` back as `None`, so the document would not round-trip and
+/// its canonical bytes (and hash) would change on re-encoding.
+fn present<'de, D>(deserializer: D) -> Result<Option<Value>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Value::deserialize(deserializer).map(Some)
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)]

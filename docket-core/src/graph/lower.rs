@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use super::diagnostic::Diagnostic;
+use super::codes;
+use super::diagnostic::{fill_public_ids, Diagnostic};
 use super::document::{GraphDocument, START};
 use super::policy::graph_max_supersteps;
 use super::reducer::Reducer;
@@ -29,7 +30,7 @@ pub fn lower(
     let mut problems = Vec::new();
     let graph_id = GraphId::new(doc.id.clone()).map_err(|e| {
         vec![Diagnostic::error(
-            "lowering_invariant_failed",
+            codes::LOWERING_INVARIANT_FAILED,
             "/id",
             e.to_string(),
         )]
@@ -49,7 +50,7 @@ pub fn lower(
                 kind: FieldKind::Input,
                 schema,
                 reducer: Reducer::LastValue,
-                default: input.default.clone(),
+                default: non_null(input.default.as_ref()),
                 required: input.required,
             },
             &mut problems,
@@ -62,7 +63,7 @@ pub fn lower(
             problems.push(invariant(&format!("{path}/reducer"), &reasons.join("; ")));
             Reducer::LastValue
         });
-        let default = field.default.clone().or_else(|| reducer.zero());
+        let default = non_null(field.default.as_ref()).or_else(|| reducer.zero());
         insert_channel(
             &mut channels,
             state_channel(id),
@@ -105,6 +106,7 @@ pub fn lower(
             },
         );
     }
+    let mut wiring = node_wiring(&edges);
     let mut nodes = BTreeMap::new();
     for (id, node) in &doc.nodes {
         let Some(implementation) = node.implementation.clone() else {
@@ -114,17 +116,8 @@ pub fn lower(
             ));
             continue;
         };
-        // `edges` is a BTreeMap, so both lists come out sorted by edge id (and so by channel).
-        let subscribe = edges
-            .values()
-            .filter(|e| &e.to == id)
-            .map(|e| e.channel_id.clone())
-            .collect();
-        let outgoing_edges = edges
-            .values()
-            .filter(|e| e.from.iter().any(|f| f == id))
-            .map(|e| e.id.clone())
-            .collect();
+        let subscribe = wiring.subscribe.remove(id.as_str()).unwrap_or_default();
+        let outgoing_edges = wiring.outgoing.remove(id.as_str()).unwrap_or_default();
         nodes.insert(
             node_channel(id),
             RuntimeNode {
@@ -166,7 +159,7 @@ pub fn lower(
         }) = channels.get(&source_channel)
         else {
             problems.push(Diagnostic::error(
-                "missing_runtime_channel",
+                codes::MISSING_RUNTIME_CHANNEL,
                 format!("/outputs/{id}/source"),
                 format!("output source channel {source_channel} does not exist"),
             ));
@@ -194,6 +187,7 @@ pub fn lower(
         }
     };
     if !problems.is_empty() {
+        fill_public_ids(&mut problems, graph_id.as_str());
         return Err(problems);
     }
     let short = hash.as_str().get(..12).unwrap_or(hash.as_str());
@@ -209,8 +203,49 @@ pub fn lower(
     })
 }
 
+/// Per node id: the channels of its incoming edges and the ids of its outgoing edges.
+pub(crate) struct NodeWiring {
+    /// Node id → sorted channel ids of edges whose target it is.
+    pub subscribe: BTreeMap<String, Vec<String>>,
+    /// Node id → sorted ids of edges listing it as a source.
+    pub outgoing: BTreeMap<String, Vec<String>>,
+}
+
+/// Indexes `edges` by node in one pass. `edges` is a `BTreeMap`, so both lists come out
+/// sorted by edge id (and so by channel id, which only adds a common prefix).
+pub(crate) fn node_wiring(edges: &BTreeMap<String, RuntimeEdge>) -> NodeWiring {
+    let mut wiring = NodeWiring {
+        subscribe: BTreeMap::new(),
+        outgoing: BTreeMap::new(),
+    };
+    for edge in edges.values() {
+        wiring
+            .subscribe
+            .entry(edge.to.clone())
+            .or_default()
+            .push(edge.channel_id.clone());
+        let mut sources: Vec<&String> = edge.from.iter().collect();
+        sources.sort();
+        sources.dedup();
+        for source in sources {
+            wiring
+                .outgoing
+                .entry(source.clone())
+                .or_default()
+                .push(edge.id.clone());
+        }
+    }
+    wiring
+}
+
 fn invariant(path: &str, message: &str) -> Diagnostic {
-    Diagnostic::error("lowering_invariant_failed", path, message)
+    Diagnostic::error(codes::LOWERING_INVARIANT_FAILED, path, message)
+}
+
+/// A `null` default is no default: readers see the reducer's zero (or nothing), as when the
+/// default is absent.
+fn non_null(value: Option<&serde_json::Value>) -> Option<serde_json::Value> {
+    value.filter(|v| !v.is_null()).cloned()
 }
 
 fn insert_channel(
@@ -221,8 +256,8 @@ fn insert_channel(
 ) {
     match channels.entry(id) {
         std::collections::btree_map::Entry::Occupied(taken) => problems.push(Diagnostic::error(
-            "runtime_id_collision",
-            "/",
+            codes::RUNTIME_ID_COLLISION,
+            "",
             format!("runtime id {} is produced twice", taken.key()),
         )),
         std::collections::btree_map::Entry::Vacant(slot) => {

@@ -41,26 +41,46 @@ impl NodePolicies {
     /// # Errors
     /// One reason per malformed key.
     pub fn resolve(raw: &ValueMap) -> Result<NodePolicies, Vec<String>> {
-        let mut reasons = Vec::new();
+        let (policies, problems) = Self::resolve_with_problems(raw);
+        if problems.is_empty() {
+            Ok(policies)
+        } else {
+            Err(problems.into_iter().map(|p| p.reason).collect())
+        }
+    }
+
+    /// Resolves raw node policies, returning the best-effort policies (malformed keys keep
+    /// their defaults) together with one [`PolicyProblem`] per malformed key.
+    #[must_use]
+    pub fn resolve_with_problems(raw: &ValueMap) -> (NodePolicies, Vec<PolicyProblem>) {
+        let mut problems = Vec::new();
+        let mut problem = |key: &[&str], reason: &str| {
+            problems.push(PolicyProblem {
+                key: key.iter().map(|k| (*k).to_owned()).collect(),
+                reason: reason.to_owned(),
+            });
+        };
         let mut out = NodePolicies::default();
         if raw.contains_key("on_error") {
-            reasons.push("policy \"on_error\" is reserved and not supported".to_owned());
+            problem(
+                &["on_error"],
+                "policy \"on_error\" is reserved and not supported",
+            );
         }
-        match raw.get("timeout_ms") {
-            None => {}
-            Some(v) => match v.as_u64().filter(|n| *n > 0) {
+        if let Some(v) = raw.get("timeout_ms") {
+            match v.as_u64().filter(|n| *n > 0) {
                 Some(n) => out.timeout_ms = Some(n),
-                None => reasons.push("\"timeout_ms\" must be a positive integer".to_owned()),
-            },
+                None => problem(&["timeout_ms"], "\"timeout_ms\" must be a positive integer"),
+            }
         }
         match raw.get("retry") {
             None => {}
             Some(Value::Object(retry)) => {
-                if let Some(extra) = retry
+                for extra in retry
                     .keys()
-                    .find(|k| *k != "max_attempts" && *k != "backoff_ms")
+                    .filter(|k| *k != "max_attempts" && *k != "backoff_ms")
                 {
-                    reasons.push(format!("unknown retry key {extra:?}"));
+                    problem(&["retry", extra], &format!("unknown retry key {extra:?}"));
                 }
                 if let Some(v) = retry.get("max_attempts") {
                     match v
@@ -69,27 +89,35 @@ impl NodePolicies {
                         .and_then(|n| u32::try_from(n).ok())
                     {
                         Some(n) => out.retry.max_attempts = n,
-                        None => reasons.push(
-                            "\"retry.max_attempts\" must be an integer of at least 1".to_owned(),
+                        None => problem(
+                            &["retry", "max_attempts"],
+                            "\"retry.max_attempts\" must be an integer of at least 1",
                         ),
                     }
                 }
                 if let Some(v) = retry.get("backoff_ms") {
                     match v.as_u64() {
                         Some(n) => out.retry.backoff_ms = n,
-                        None => reasons
-                            .push("\"retry.backoff_ms\" must be a non-negative integer".to_owned()),
+                        None => problem(
+                            &["retry", "backoff_ms"],
+                            "\"retry.backoff_ms\" must be a non-negative integer",
+                        ),
                     }
                 }
             }
-            Some(_) => reasons.push("\"retry\" must be a map".to_owned()),
+            Some(_) => problem(&["retry"], "\"retry\" must be a map"),
         }
-        if reasons.is_empty() {
-            Ok(out)
-        } else {
-            Err(reasons)
-        }
+        (out, problems)
     }
+}
+
+/// One malformed node policy key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyProblem {
+    /// Key path inside the node's `policies`, e.g. `["retry", "max_attempts"]`.
+    pub key: Vec<String>,
+    /// What is wrong.
+    pub reason: String,
 }
 
 /// Reads the graph policy `"max_supersteps"`.

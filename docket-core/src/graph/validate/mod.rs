@@ -1,36 +1,77 @@
-//! Validation passes (spec §6.3). Every pass always runs; all findings are returned.
+//! Validation passes (spec §6.3). Every pass always runs and all findings are returned; a
+//! pass never repeats a finding another pass owns (e.g. topology ignores edges whose
+//! endpoints are unknown, which the edge pass already reported).
+//!
+//! | pass | codes |
+//! | --- | --- |
+//! | [`document`] | `unsupported_schema_version`, `invalid_public_id` / `reserved_id` (graph id), `invalid_policy` (graph) |
+//! | [`durable`] | `non_durable_graph_value` |
+//! | [`fields`] | `duplicate_state_id`, `missing_field_schema`, `invalid_schema`, `invalid_reducer`, `reducer_schema_mismatch`, `invalid_field_default`, `ambiguous_list_write` |
+//! | [`outputs`] | `unknown_output_source`, `invalid_schema`, `incompatible_output_schema` |
+//! | [`nodes`] | `missing_node_implementation`, `unsupported_node_implementation`, `node_module_not_loaded`, `invalid_node_config_schema`, `invalid_node_config`, `invalid_policy` (node) |
+//! | [`edges`] | endpoint, source-list and guard codes |
+//! | [`branches`] | branch codes, `reserved_id` (group names) and `unguarded_branch_edge` |
+//! | [`topology`] | `no_entrypoint`, `unreachable_node`, `no_terminal_edge`, `dead_end_node` |
+//! | [`cycles`] | `unbounded_cycle`, `unguarded_cycle` |
+//! | [`orphans`] | `orphaned_field` |
+//!
+//! Every collection id is checked by the pass of its collection (`reserved_id`,
+//! `invalid_public_id`). Every diagnostic carries a public id: the element's, or the graph's
+//! for document-level findings.
 
-use std::collections::BTreeSet;
+pub mod branches;
+pub mod cycles;
+pub mod document;
+pub mod durable;
+pub mod edges;
+pub mod fields;
+pub mod nodes;
+pub mod orphans;
+pub mod outputs;
+pub mod schema_compat;
+pub mod topology;
+mod wiring;
+
 use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::codes;
 use super::compile::{CompileOptions, NodeSchemas};
-use super::diagnostic::Diagnostic;
-use super::document::{GraphDocument, FINISH, SCHEMA_VERSION, START};
-use super::guard::Guard;
-use super::policy::{graph_max_supersteps, NodePolicies};
-use super::reducer::Reducer;
-use super::schema::Schema;
+use super::diagnostic::{fill_public_ids, Diagnostic};
+use super::document::GraphDocument;
 use crate::model::ids::MAX_ID_BYTES;
 
-/// Runs every pass over `doc`.
+/// Runs every pass over `doc` (already materialized when publishing). `schemas` holds the
+/// config schemas of the implementations `doc` names.
 #[must_use]
 pub fn validate(
     doc: &GraphDocument,
     schemas: &NodeSchemas,
-    _options: CompileOptions,
+    options: CompileOptions,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    document(doc, &mut out);
-    fields(doc, &mut out);
-    nodes(doc, schemas, &mut out);
-    edges(doc, &mut out);
+    document::check(doc, options, &mut out);
+    durable::check(doc, &mut out);
+    fields::check(doc, &mut out);
+    outputs::check(doc, &mut out);
+    nodes::check(doc, schemas, &mut out);
+    edges::check(doc, &mut out);
+    branches::check(doc, &mut out);
+    topology::check(doc, &mut out);
+    cycles::check(doc, options, &mut out);
+    orphans::check(doc, &mut out);
+    fill_public_ids(&mut out, &doc.id);
     out
 }
 
 static PUBLIC_ID: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new("^[A-Za-z0-9][A-Za-z0-9_-]*$").expect("the public id pattern is a valid literal")
+});
+
+static IMPLEMENTATION_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new("^[A-Za-z0-9_][A-Za-z0-9_.:/-]*$")
+        .expect("the implementation name pattern is a valid literal")
 });
 
 /// Whether `id` is a valid public id: `^[A-Za-z0-9][A-Za-z0-9_-]*$`, at most 255 bytes.
@@ -39,205 +80,53 @@ pub fn public_id_ok(id: &str) -> bool {
     id.len() <= MAX_ID_BYTES && PUBLIC_ID.is_match(id)
 }
 
-fn document(doc: &GraphDocument, out: &mut Vec<Diagnostic>) {
-    if doc.schema_version != SCHEMA_VERSION {
-        out.push(Diagnostic::error(
-            "unsupported_schema_version",
-            "/schema_version",
-            format!(
-                "schema_version {} is not supported (expected {SCHEMA_VERSION})",
-                doc.schema_version
-            ),
-        ));
-    }
-    if !public_id_ok(&doc.id) {
-        out.push(Diagnostic::error(
-            "invalid_public_id",
-            "/id",
-            format!("graph id {:?} is not a valid public id", doc.id),
-        ));
-    }
-    if let Err(reason) = graph_max_supersteps(&doc.policies) {
-        out.push(Diagnostic::error(
-            "invalid_policy",
-            "/policies/max_supersteps",
-            reason,
-        ));
-    }
+/// Whether `name` is a well-formed node implementation name: at most 255 bytes of ASCII
+/// letters, digits and `_ . : / -`, not starting with punctuation other than `_`
+/// (e.g. `std.set`, `billing::charge`).
+#[must_use]
+pub fn implementation_name_ok(name: &str) -> bool {
+    name.len() <= MAX_ID_BYTES && IMPLEMENTATION_NAME.is_match(name)
 }
 
-fn fields(doc: &GraphDocument, out: &mut Vec<Diagnostic>) {
-    for (id, input) in &doc.inputs {
-        let path = format!("/inputs/{id}");
-        check_id(id, &path, out);
-        check_schema(input.schema.as_ref(), &path, id, out);
-    }
-    for (id, field) in &doc.fields {
-        let path = format!("/fields/{id}");
-        check_id(id, &path, out);
-        if doc.inputs.contains_key(id) {
-            out.push(
-                Diagnostic::error(
-                    "duplicate_state_id",
-                    &path,
-                    format!("{id:?} is both an input and a field"),
-                )
-                .with_id(id),
-            );
-        }
-        check_schema(field.schema.as_ref(), &path, id, out);
-        if let Err(reasons) = Reducer::parse(field.reducer.as_ref()) {
-            out.push(
-                Diagnostic::error(
-                    "invalid_reducer",
-                    format!("{path}/reducer"),
-                    reasons.join("; "),
-                )
-                .with_id(id),
-            );
-        }
-    }
-}
-
-fn check_id(id: &str, path: &str, out: &mut Vec<Diagnostic>) {
+/// Reports `reserved_id` for a `$`-prefixed id and `invalid_public_id` for any other
+/// malformed id. Returns whether the id is valid.
+pub(crate) fn check_public_id(id: &str, path: &str, out: &mut Vec<Diagnostic>) -> bool {
     if id.starts_with('$') {
-        out.push(Diagnostic::error("reserved_id", path, format!("{id:?} is reserved")).with_id(id));
-    } else if !public_id_ok(id) {
         out.push(
             Diagnostic::error(
-                "invalid_public_id",
+                codes::RESERVED_ID,
                 path,
-                format!("{id:?} is not a valid public id"),
+                format!("{} is reserved", shorten(id)),
             )
             .with_id(id),
         );
-    }
-}
-
-fn check_schema(raw: Option<&serde_json::Value>, path: &str, id: &str, out: &mut Vec<Diagnostic>) {
-    match raw {
-        None => out.push(
+        false
+    } else if !public_id_ok(id) {
+        let reason = if id.len() > MAX_ID_BYTES {
+            format!("is {} bytes long; the maximum is {MAX_ID_BYTES}", id.len())
+        } else {
+            "must match ^[A-Za-z0-9][A-Za-z0-9_-]*$".to_owned()
+        };
+        out.push(
             Diagnostic::error(
-                "missing_field_schema",
+                codes::INVALID_PUBLIC_ID,
                 path,
-                format!("{id:?} has no schema"),
+                format!("{} is not a valid public id: {reason}", shorten(id)),
             )
             .with_id(id),
-        ),
-        Some(raw) => {
-            if let Err(reasons) = Schema::parse(raw) {
-                out.push(
-                    Diagnostic::error(
-                        "invalid_schema",
-                        format!("{path}/schema"),
-                        reasons.join("; "),
-                    )
-                    .with_id(id),
-                );
-            }
-        }
+        );
+        false
+    } else {
+        true
     }
 }
 
-fn nodes(doc: &GraphDocument, schemas: &NodeSchemas, out: &mut Vec<Diagnostic>) {
-    for (id, node) in &doc.nodes {
-        let path = format!("/nodes/{id}");
-        check_id(id, &path, out);
-        match &node.implementation {
-            None => out.push(
-                Diagnostic::error(
-                    "missing_node_implementation",
-                    format!("{path}/implementation"),
-                    "node has no implementation",
-                )
-                .with_id(id),
-            ),
-            Some(name) if schemas.missing.contains(name) => out.push(
-                Diagnostic::error(
-                    "node_module_not_loaded",
-                    format!("{path}/implementation"),
-                    format!("no implementation is registered as {name:?}"),
-                )
-                .with_id(id),
-            ),
-            Some(_) => {}
-        }
-        if let Err(reasons) = NodePolicies::resolve(&node.policies) {
-            for reason in reasons {
-                out.push(
-                    Diagnostic::error("invalid_policy", format!("{path}/policies"), reason)
-                        .with_id(id),
-                );
-            }
-        }
-    }
-}
-
-fn edges(doc: &GraphDocument, out: &mut Vec<Diagnostic>) {
-    let node_ids: BTreeSet<&str> = doc.nodes.keys().map(String::as_str).collect();
-    for (id, edge) in &doc.edges {
-        let path = format!("/edges/{id}");
-        check_id(id, &path, out);
-        for source in edge.from.ids() {
-            if source == START && edge.from.is_barrier() {
-                out.push(
-                    Diagnostic::error(
-                        "invalid_start_endpoint",
-                        format!("{path}/from"),
-                        "$start cannot be part of a barrier list",
-                    )
-                    .with_id(id),
-                );
-            } else if source == FINISH {
-                out.push(
-                    Diagnostic::error(
-                        "invalid_finish_endpoint",
-                        format!("{path}/from"),
-                        "$finish cannot be a source",
-                    )
-                    .with_id(id),
-                );
-            } else if source != START && !node_ids.contains(source) {
-                out.push(
-                    Diagnostic::error(
-                        "unknown_edge_source",
-                        format!("{path}/from"),
-                        format!("unknown source {source:?}"),
-                    )
-                    .with_id(id),
-                );
-            }
-        }
-        if edge.to == START {
-            out.push(
-                Diagnostic::error(
-                    "invalid_start_endpoint",
-                    format!("{path}/to"),
-                    "$start cannot be a target",
-                )
-                .with_id(id),
-            );
-        } else if edge.to != FINISH && !node_ids.contains(edge.to.as_str()) {
-            out.push(
-                Diagnostic::error(
-                    "unknown_edge_target",
-                    format!("{path}/to"),
-                    format!("unknown target {:?}", edge.to),
-                )
-                .with_id(id),
-            );
-        }
-        if let Some(guard) = &edge.guard {
-            if let Err(e) = Guard::parse(guard) {
-                let code = if e.is_path_error {
-                    "invalid_guard_path"
-                } else {
-                    "invalid_guard"
-                };
-                out.push(
-                    Diagnostic::error(code, format!("{path}/guard"), e.to_string()).with_id(id),
-                );
-            }
-        }
+/// Quotes `text` for a message, cutting it at 64 characters so an oversized id cannot blow
+/// up every message that mentions it.
+pub(crate) fn shorten(text: &str) -> String {
+    const LIMIT: usize = 64;
+    match text.char_indices().nth(LIMIT) {
+        Some((cut, _)) => format!("{:?}…", &text[..cut]),
+        None => format!("{text:?}"),
     }
 }
