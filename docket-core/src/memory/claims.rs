@@ -1,9 +1,12 @@
 //! Claims, releases, abandons and poison recovery (spec §3.3, §4.2), applied to the locked
 //! state. Every decision comes from [`crate::store::rules`]; this file only finds rows.
 //!
-//! None of these operations touches a run document, `checkpoint_seq` or `updated_at`.
+//! None of these operations touches a run document, `checkpoint_seq` or `updated_at`, and
+//! like a SQL backend they read the row's columns and operational state, not the document:
+//! a run whose document is corrupt is still claimed, and its holder learns of the damage when
+//! it fetches the run (`Corrupt`), instead of one bad row blocking every claim.
 
-use crate::model::{ClaimToken, Run, RunId, Scope, Timestamp};
+use crate::model::{ClaimToken, PoisonReason, Run, RunId, Scope, Timestamp};
 use crate::store::rules::claim_order::{select, Candidate};
 use crate::store::rules::ops::{
     apply_abandon, apply_claim_poison, apply_lease, apply_refresh, apply_release,
@@ -66,7 +69,7 @@ pub(super) fn claim_due(state: &mut State, policy: &ClaimPolicy) -> ClaimBatch {
                 batch.poisoned.push(PoisonedClaim {
                     run_id: candidate.key,
                     poisoned_at: policy.now,
-                    reason: crate::model::PoisonReason::MaxClaimAttemptsExceeded,
+                    reason: PoisonReason::MaxClaimAttemptsExceeded,
                 });
             }
         }
