@@ -14,6 +14,8 @@
 //! node activations concurrently.
 
 pub mod graph;
+pub mod lifecycle;
+pub mod memory;
 pub mod model;
 pub mod runtime;
 pub mod store;

@@ -1,0 +1,138 @@
+//! Claims, releases, abandons and poison recovery (spec §3.3, §4.2), applied to the locked
+//! state. Every decision comes from [`crate::store::rules`]; this file only finds rows.
+//!
+//! None of these operations touches a run document, `checkpoint_seq` or `updated_at`, and
+//! like a SQL backend they read the row's columns and operational state, not the document:
+//! a run whose document is corrupt is still claimed, and its holder learns of the damage when
+//! it fetches the run (`Corrupt`), instead of one bad row blocking every claim.
+
+use crate::model::{ClaimToken, PoisonReason, Run, RunId, Scope, Timestamp};
+use crate::store::rules::claim_order::{select, Candidate};
+use crate::store::rules::ops::{
+    apply_abandon, apply_claim_poison, apply_lease, apply_refresh, apply_release,
+    apply_retry_poisoned, claim_class, claim_decision, validate_abandon_policy, ClaimDecision,
+};
+use crate::store::{
+    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimLease, ClaimPolicy, PoisonedClaim, StoreError,
+};
+
+use super::state::{decode_run, State};
+
+/// Selects and claims (or poisons) at most `policy.limit` due runs, atomically.
+pub(super) fn claim_due(state: &mut State, policy: &ClaimPolicy) -> ClaimBatch {
+    let candidates: Vec<Candidate<RunId>> = state
+        .runs
+        .iter()
+        .filter_map(|(id, row)| {
+            claim_class(
+                row.columns.status,
+                &row.ops,
+                policy.now,
+                policy.orphan_ttl_ms,
+            )
+            .map(|(class, eligible_at)| Candidate {
+                class,
+                eligible_at,
+                key: id.clone(),
+            })
+        })
+        .collect();
+    let limit = usize::try_from(policy.limit.get()).unwrap_or(usize::MAX);
+    let mut batch = ClaimBatch::default();
+    for candidate in select(candidates, limit, policy.preference) {
+        let Some(row) = state.runs.get_mut(&candidate.key) else {
+            continue;
+        };
+        match claim_decision(&row.ops, policy.max_claim_attempts.get()) {
+            ClaimDecision::Lease { attempt } => {
+                let token = ClaimToken::mint();
+                apply_lease(&mut row.ops, token.clone(), policy.now);
+                batch.leases.push(ClaimLease {
+                    run_id: candidate.key,
+                    owner: row.owner.clone(),
+                    graph_id: row.columns.graph_id.clone(),
+                    graph_hash: row.columns.graph_hash.clone(),
+                    checkpoint_seq: row.columns.checkpoint_seq,
+                    claim_token: token,
+                    claimed_at: policy.now,
+                    claim_attempt: attempt,
+                    orphan_ttl_ms: policy.orphan_ttl_ms,
+                });
+            }
+            ClaimDecision::Poison => {
+                apply_claim_poison(&mut row.ops, policy.now);
+                tracing::warn!(
+                    run_id = %candidate.key,
+                    reason = "max_claim_attempts_exceeded",
+                    "docket.claim.poisoned"
+                );
+                batch.poisoned.push(PoisonedClaim {
+                    run_id: candidate.key,
+                    poisoned_at: policy.now,
+                    reason: PoisonReason::MaxClaimAttemptsExceeded,
+                });
+            }
+        }
+    }
+    batch
+}
+
+/// Token-guarded, monotonic `claimed_at` refresh; an unknown run is a lost claim.
+pub(super) fn refresh_claim(
+    state: &mut State,
+    run_id: &RunId,
+    token: &ClaimToken,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let row = state.runs.get_mut(run_id).ok_or(StoreError::ClaimLost)?;
+    apply_refresh(&mut row.ops, token, now)
+}
+
+/// Token-guarded release; anything else is a silent no-op.
+pub(super) fn release_claim(state: &mut State, run_id: &RunId, token: &ClaimToken, now: Timestamp) {
+    if let Some(row) = state.runs.get_mut(run_id) {
+        apply_release(&mut row.ops, token, now);
+    }
+}
+
+/// Pre-execution hand-back, fenced on token and seq; an unknown run is stale.
+pub(super) fn abandon_claim(
+    state: &mut State,
+    run_id: &RunId,
+    token: &ClaimToken,
+    policy: &AbandonPolicy,
+) -> Result<AbandonOutcome, StoreError> {
+    validate_abandon_policy(policy)?;
+    let Some(row) = state.runs.get_mut(run_id) else {
+        return Ok(AbandonOutcome::Stale);
+    };
+    let outcome = apply_abandon(&mut row.ops, row.columns.checkpoint_seq, token, policy);
+    if outcome == AbandonOutcome::Poisoned {
+        tracing::warn!(
+            run_id = %run_id,
+            reason = "max_claim_abandons_exceeded",
+            "docket.claim.poisoned"
+        );
+    }
+    Ok(outcome)
+}
+
+/// Terminal first, then recovery of a poisoned row. Returns the unchanged document and
+/// whether the row was recovered (a due wake, so a hint is owed).
+pub(super) fn retry_poisoned_run(
+    state: &mut State,
+    scope: &Scope,
+    run_id: &RunId,
+    now: Timestamp,
+) -> Result<(Run, bool), StoreError> {
+    let row = state.visible_row(scope, run_id)?;
+    let run = decode_run(run_id, row)?;
+    let mut ops = row.ops.clone();
+    let recovered = apply_retry_poisoned(run.status, &mut ops, now)?;
+    if recovered {
+        if let Some(row) = state.runs.get_mut(run_id) {
+            row.ops = ops;
+        }
+    }
+    Ok((run, recovered))
+}
