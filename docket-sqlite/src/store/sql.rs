@@ -147,7 +147,8 @@ pub(crate) fn insert_run(
     Ok(())
 }
 
-/// Replaces the document columns and the operational state of an existing run.
+/// Replaces the document columns and the operational state of an existing run, in one
+/// statement (the CHECK constraints judge the final row, not a half-updated one).
 pub(crate) fn update_run(
     conn: &Connection,
     run: &Run,
@@ -157,7 +158,9 @@ pub(crate) fn update_run(
     let (_, updated_at) = run_times(run)?;
     conn.prepare_cached(
         "UPDATE docket_runs SET status = ?2, step = ?3, checkpoint_seq = ?4, event_seq = ?5, \
-         document = ?6, updated_at = ?7, finished_at = ?8 WHERE run_id = ?1",
+         document = ?6, updated_at = ?7, finished_at = ?8, latest_checkpoint_type = ?9, \
+         claim_token = ?10, claimed_at = ?11, wake_at = ?12, claim_attempts = ?13, \
+         claim_abandons = ?14, poisoned_at = ?15, poison_reason = ?16 WHERE run_id = ?1",
     )
     .sql()?
     .execute(params![
@@ -169,9 +172,17 @@ pub(crate) fn update_run(
         document,
         updated_at,
         run.finished_at.map(Timestamp::as_micros),
+        ops.latest_checkpoint_type.as_str(),
+        ops.claim_token.as_ref().map(|t| t.as_str()),
+        ops.claimed_at.map(Timestamp::as_micros),
+        ops.wake_at.map(Timestamp::as_micros),
+        i64::from(ops.claim_attempts),
+        i64::from(ops.claim_abandons),
+        ops.poison.map(|p| p.poisoned_at.as_micros()),
+        ops.poison.map(|p| p.reason.as_str()),
     ])
     .sql()?;
-    update_ops(conn, &run.id, ops)
+    Ok(())
 }
 
 /// Replaces the operational state of a run.
