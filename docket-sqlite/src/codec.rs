@@ -218,14 +218,29 @@ pub(crate) fn decode_run(values: &[Value]) -> Result<StoredRun, StoreError> {
     let disagreements = [
         ("run_id", run.id.as_str() != run_id),
         ("graph_id", run.graph_id.as_str() != f.text(2, "graph_id")?),
-        ("graph_hash", run.graph_hash.as_str() != f.text(3, "graph_hash")?),
+        (
+            "graph_hash",
+            run.graph_hash.as_str() != f.text(3, "graph_hash")?,
+        ),
         ("status", run.status != status),
         ("step", run.step != f.u64(5, "step")?),
-        ("checkpoint_seq", run.checkpoint_seq != f.u64(6, "checkpoint_seq")?),
+        (
+            "checkpoint_seq",
+            run.checkpoint_seq != f.u64(6, "checkpoint_seq")?,
+        ),
         ("event_seq", run.event_seq != f.u64(7, "event_seq")?),
-        ("started_at", run.started_at != Some(f.ts(17, "started_at")?)),
-        ("updated_at", run.updated_at != Some(f.ts(18, "updated_at")?)),
-        ("finished_at", run.finished_at != f.opt_ts(19, "finished_at")?),
+        (
+            "started_at",
+            run.started_at != Some(f.ts(17, "started_at")?),
+        ),
+        (
+            "updated_at",
+            run.updated_at != Some(f.ts(18, "updated_at")?),
+        ),
+        (
+            "finished_at",
+            run.finished_at != f.opt_ts(19, "finished_at")?,
+        ),
     ];
     if let Some((column, _)) = disagreements.iter().find(|(_, differs)| *differs) {
         return Err(f.corrupt(format!("column {column} disagrees with the document")));

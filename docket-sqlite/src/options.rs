@@ -119,9 +119,9 @@ pub struct SqliteUrl {
 /// # Errors
 /// `InvalidArgument` for another scheme, an unknown key or a malformed value.
 pub fn parse_url(url: &str) -> Result<SqliteUrl, StoreError> {
-    let rest = url.strip_prefix("sqlite://").ok_or_else(|| {
-        StoreError::invalid_argument(format!("not a sqlite:// URL: {url:?}"))
-    })?;
+    let rest = url
+        .strip_prefix("sqlite://")
+        .ok_or_else(|| StoreError::invalid_argument(format!("not a sqlite:// URL: {url:?}")))?;
     let (path, query) = match rest.split_once('?') {
         Some((path, query)) => (path, Some(query)),
         None => (rest, None),

@@ -44,8 +44,8 @@ impl SqliteGuard {
     /// # Errors
     /// `Unavailable` when the directory cannot be created.
     pub fn new() -> Result<Self, StoreError> {
-        let dir = tempfile::tempdir()
-            .map_err(|e| permanent(format!("cannot create a temp dir: {e}")))?;
+        let dir =
+            tempfile::tempdir().map_err(|e| permanent(format!("cannot create a temp dir: {e}")))?;
         Ok(Self {
             path: dir.path().join(DB_FILE),
             _dir: dir,
@@ -129,14 +129,19 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| permanent(format!("test helper task failed: {e}")))?
 }
 
-/// A side connection to the file, as an operator's `sqlite3` shell would open it.
+/// A side connection to an existing file, as an operator's `sqlite3` shell would open it.
 fn side_connection(path: &Path) -> Result<Connection, StoreError> {
+    open_side(path, OpenFlags::empty())
+}
+
+fn open_side(path: &Path, extra: OpenFlags) -> Result<Connection, StoreError> {
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | extra,
     )
     .sql()?;
-    conn.busy_timeout(std::time::Duration::from_secs(10)).sql()?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .sql()?;
     Ok(conn)
 }
 
@@ -182,7 +187,9 @@ pub fn raw_snapshot(path: &Path) -> Result<String, StoreError> {
     for table in tables {
         let columns: Vec<String> = {
             let mut stmt = tx
-                .prepare(&format!("SELECT name FROM pragma_table_info('{table}') ORDER BY cid"))
+                .prepare(&format!(
+                    "SELECT name FROM pragma_table_info('{table}') ORDER BY cid"
+                ))
                 .sql()?;
             let rows = stmt.query_map([], |row| row.get(0)).sql()?;
             rows.collect::<Result<_, _>>().sql()?
@@ -212,7 +219,9 @@ fn exactly_one(changed: usize, what: &str) -> Result<(), StoreError> {
     if changed == 1 {
         Ok(())
     } else {
-        Err(permanent(format!("{what}: expected one row, changed {changed}")))
+        Err(permanent(format!(
+            "{what}: expected one row, changed {changed}"
+        )))
     }
 }
 
@@ -249,7 +258,11 @@ pub fn corrupt_event(path: &Path, run_id: &RunId, seq: u64) -> Result<(), StoreE
 ///
 /// # Errors
 /// Infrastructure errors, or no such version.
-pub fn corrupt_graph(path: &Path, owner: &OwnerScope, graph_ref: &GraphRef) -> Result<(), StoreError> {
+pub fn corrupt_graph(
+    path: &Path,
+    owner: &OwnerScope,
+    graph_ref: &GraphRef,
+) -> Result<(), StoreError> {
     let changed = side_connection(path)?
         .execute(
             "UPDATE docket_graph_versions SET graph = x'7b00ff' \
@@ -264,11 +277,14 @@ pub fn corrupt_graph(path: &Path, owner: &OwnerScope, graph_ref: &GraphRef) -> R
     exactly_one(changed, "corrupt_graph")
 }
 
-/// Runs arbitrary SQL against the file through a side connection (tests that need a state no
-/// API call produces, e.g. a newer schema version or a column that disagrees with the document).
+/// Runs arbitrary SQL against the file (created if missing) through a side connection, for
+/// tests that need a state no API call produces, e.g. a newer schema version or a column that
+/// disagrees with the document.
 ///
 /// # Errors
 /// Infrastructure errors.
 pub fn execute_sql(path: &Path, sql: &str) -> Result<(), StoreError> {
-    side_connection(path)?.execute_batch(sql).sql()
+    open_side(path, OpenFlags::SQLITE_OPEN_CREATE)?
+        .execute_batch(sql)
+        .sql()
 }

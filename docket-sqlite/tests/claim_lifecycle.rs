@@ -30,11 +30,18 @@ async fn refresh_advances_claimed_at_and_never_moves_it_backwards() {
         .refresh_claim(&lease.run_id, &lease.claim_token, t(30))
         .await
         .unwrap();
-    let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
-    assert_eq!(info.claimed_at, Some(t(30)));
-    fx.unchanged(fx.store.refresh_claim(&lease.run_id, &lease.claim_token, t(20)))
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &lease.run_id)
         .await
         .unwrap();
+    assert_eq!(info.claimed_at, Some(t(30)));
+    fx.unchanged(
+        fx.store
+            .refresh_claim(&lease.run_id, &lease.claim_token, t(20)),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -43,11 +50,17 @@ async fn refresh_with_a_foreign_token_or_unknown_run_is_claim_lost() {
     fx.start("r1", t(0)).await;
     let lease = fx.claim_one(t(10)).await;
     let error = fx
-        .rejected(fx.store.refresh_claim(&lease.run_id, &ClaimToken::mint(), t(30)))
+        .rejected(
+            fx.store
+                .refresh_claim(&lease.run_id, &ClaimToken::mint(), t(30)),
+        )
         .await;
     assert_eq!(error.kind(), StoreErrorKind::ClaimLost);
     let error = fx
-        .rejected(fx.store.refresh_claim(&rid("ghost"), &lease.claim_token, t(30)))
+        .rejected(
+            fx.store
+                .refresh_claim(&rid("ghost"), &lease.claim_token, t(30)),
+        )
         .await;
     assert_eq!(error.kind(), StoreErrorKind::ClaimLost);
 }
@@ -63,7 +76,11 @@ async fn an_expired_but_unstolen_claim_can_still_refresh() {
         .unwrap();
     // Refreshed: no longer expired at a time when the original claim would have been.
     assert_eq!(
-        fx.store.claim_due(&policy(t(500_001), 1)).await.unwrap().outcome_count(),
+        fx.store
+            .claim_due(&policy(t(500_001), 1))
+            .await
+            .unwrap()
+            .outcome_count(),
         0
     );
 }
@@ -77,8 +94,15 @@ async fn release_with_the_current_token_wakes_now_and_keeps_attempts() {
         .release_claim(&lease.run_id, &lease.claim_token, t(5))
         .await
         .unwrap();
-    let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
-    assert_eq!((info.claimed_at, info.wake_at, info.claim_attempts), (None, Some(t(5)), 1));
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &lease.run_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        (info.claimed_at, info.wake_at, info.claim_attempts),
+        (None, Some(t(5)), 1)
+    );
     assert_eq!(fx.claim_one(t(5)).await.claim_attempt, 2);
 }
 
@@ -87,24 +111,38 @@ async fn release_with_a_stale_token_or_unknown_run_does_nothing() {
     let fx = fx().await;
     fx.start("r1", t(0)).await;
     let lease = fx.claim_one(t(1)).await;
-    fx.unchanged(fx.store.release_claim(&lease.run_id, &ClaimToken::mint(), t(5)))
-        .await
-        .unwrap();
-    fx.unchanged(fx.store.release_claim(&rid("ghost"), &lease.claim_token, t(5)))
-        .await
-        .unwrap();
+    fx.unchanged(
+        fx.store
+            .release_claim(&lease.run_id, &ClaimToken::mint(), t(5)),
+    )
+    .await
+    .unwrap();
+    fx.unchanged(
+        fx.store
+            .release_claim(&rid("ghost"), &lease.claim_token, t(5)),
+    )
+    .await
+    .unwrap();
     // Idempotent: a second release by the former holder does not disturb the new claim.
     fx.store
         .release_claim(&lease.run_id, &lease.claim_token, t(5))
         .await
         .unwrap();
     let newer = fx.claim_one(t(6)).await;
-    fx.unchanged(fx.store.release_claim(&lease.run_id, &lease.claim_token, t(7)))
-        .await
-        .unwrap();
-    fx.commit_next(&newer, RunStatus::Running, ClaimedSchedule::RetainClaim, t(8))
-        .await
-        .unwrap();
+    fx.unchanged(
+        fx.store
+            .release_claim(&lease.run_id, &lease.claim_token, t(7)),
+    )
+    .await
+    .unwrap();
+    fx.commit_next(
+        &newer,
+        RunStatus::Running,
+        ClaimedSchedule::RetainClaim,
+        t(8),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -123,7 +161,11 @@ async fn abandons_reschedule_until_the_limit_then_poison() {
             .await
             .unwrap();
         assert_eq!(outcome, AbandonOutcome::Rescheduled);
-        let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
+        let info = fx
+            .store
+            .inspect_run(&Scope::System, &lease.run_id)
+            .await
+            .unwrap();
         assert_eq!(info.wake_at, Some(t(round * 100 + 50)));
         assert_eq!(info.claim_attempts, 0, "abandons hand the attempt back");
         assert_eq!(info.claim_abandons, round as u32);
@@ -139,7 +181,11 @@ async fn abandons_reschedule_until_the_limit_then_poison() {
         .await
         .unwrap();
     assert_eq!(outcome, AbandonOutcome::Poisoned);
-    let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &lease.run_id)
+        .await
+        .unwrap();
     assert_eq!(info.claim_abandons, 2, "the count stays at the maximum");
     assert_eq!(
         info.poison.map(|p| (p.poisoned_at, p.reason)),
@@ -168,9 +214,14 @@ async fn a_stale_abandon_changes_nothing() {
         assert_eq!(outcome, AbandonOutcome::Stale);
     }
     // After the holder's first commit the abandon no longer applies.
-    fx.commit_next(&lease, RunStatus::Running, ClaimedSchedule::RetainClaim, t(2))
-        .await
-        .unwrap();
+    fx.commit_next(
+        &lease,
+        RunStatus::Running,
+        ClaimedSchedule::RetainClaim,
+        t(2),
+    )
+    .await
+    .unwrap();
     let outcome = fx
         .unchanged(fx.store.abandon_claim(&run.id, &lease.claim_token, &policy))
         .await
@@ -231,13 +282,21 @@ async fn non_poisoning_abandons_back_off_exponentially_to_the_cap_and_never_pois
             .await
             .unwrap();
         assert_eq!(outcome, AbandonOutcome::Rescheduled);
-        let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
+        let info = fx
+            .store
+            .inspect_run(&Scope::System, &lease.run_id)
+            .await
+            .unwrap();
         let wake = info.wake_at.unwrap();
         wakes.push(wake.millis_since(t(now)));
         now = wake.millis_since(t(0)) as i64;
     }
     assert_eq!(wakes, vec![100, 200, 300, 300]);
-    let info = fx.store.inspect_run(&Scope::System, &rid("r1")).await.unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &rid("r1"))
+        .await
+        .unwrap();
     assert_eq!(info.claim_abandons, 4);
     assert!(!info.is_poisoned());
 }
@@ -260,7 +319,11 @@ async fn non_poisoning_abandons_without_backoff_use_retry_at() {
             .unwrap();
         assert_eq!(outcome, AbandonOutcome::Rescheduled);
     }
-    let info = fx.store.inspect_run(&Scope::System, &rid("r1")).await.unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &rid("r1"))
+        .await
+        .unwrap();
     assert_eq!((info.wake_at, info.claim_abandons), (Some(t(37)), 3));
 }
 
@@ -278,10 +341,19 @@ async fn a_commit_resets_the_abandon_count() {
         .await
         .unwrap();
     let lease = fx.claim_one(t(2)).await;
-    fx.commit_next(&lease, RunStatus::Running, ClaimedSchedule::RetainClaim, t(3))
+    fx.commit_next(
+        &lease,
+        RunStatus::Running,
+        ClaimedSchedule::RetainClaim,
+        t(3),
+    )
+    .await
+    .unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &lease.run_id)
         .await
         .unwrap();
-    let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
     assert_eq!((info.claim_attempts, info.claim_abandons), (0, 0));
 }
 
@@ -300,17 +372,28 @@ async fn poisoned(fx: &Fx, id: &str) {
 async fn retry_poisoned_recovers_without_touching_the_document() {
     let fx = fx().await;
     poisoned(&fx, "r1").await;
-    let before = fx.store.fetch_run(&Scope::System, &rid("r1")).await.unwrap();
+    let before = fx
+        .store
+        .fetch_run(&Scope::System, &rid("r1"))
+        .await
+        .unwrap();
     let returned = fx
         .store
         .retry_poisoned_run(&Scope::Tenantless, &rid("r1"), t(50))
         .await
         .unwrap();
     assert_eq!(returned, before);
-    let info = fx.store.inspect_run(&Scope::System, &rid("r1")).await.unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &rid("r1"))
+        .await
+        .unwrap();
     assert!(!info.is_poisoned());
     assert_eq!(info.run, before, "no sequence consumed");
-    assert_eq!((info.wake_at, info.claim_attempts, info.claim_abandons), (Some(t(50)), 0, 0));
+    assert_eq!(
+        (info.wake_at, info.claim_attempts, info.claim_abandons),
+        (Some(t(50)), 0, 0)
+    );
     assert_eq!(fx.claim_one(t(50)).await.claim_attempt, 1);
 }
 
@@ -319,7 +402,10 @@ async fn retry_poisoned_on_a_healthy_run_is_an_unchanged_success() {
     let fx = fx().await;
     let run = fx.start("r1", t(0)).await;
     let returned = fx
-        .unchanged(fx.store.retry_poisoned_run(&Scope::Tenantless, &run.id, t(5)))
+        .unchanged(
+            fx.store
+                .retry_poisoned_run(&Scope::Tenantless, &run.id, t(5)),
+        )
         .await
         .unwrap();
     assert_eq!(returned, run);
@@ -331,20 +417,35 @@ async fn retry_poisoned_checks_terminal_first_and_conceals_other_tenants() {
     let run = fx.start("r1", t(0)).await;
     let (done, events) = advance(&run, RunStatus::Failed, t(1));
     fx.store
-        .commit_unclaimed(&Scope::System, 1, unclaimed(done, ReleaseWake::Terminal, t(1)), events)
+        .commit_unclaimed(
+            &Scope::System,
+            1,
+            unclaimed(done, ReleaseWake::Terminal, t(1)),
+            events,
+        )
         .await
         .unwrap();
     let error = fx
-        .rejected(fx.store.retry_poisoned_run(&Scope::Tenantless, &run.id, t(2)))
+        .rejected(
+            fx.store
+                .retry_poisoned_run(&Scope::Tenantless, &run.id, t(2)),
+        )
         .await;
     assert_eq!(error.kind(), StoreErrorKind::InactiveRun);
     poisoned(&fx, "r2").await;
     let error = fx
-        .rejected(fx.store.retry_poisoned_run(&Scope::Tenant(docket_core::model::TenantId::new("a").unwrap()), &rid("r2"), t(2)))
+        .rejected(fx.store.retry_poisoned_run(
+            &Scope::Tenant(docket_core::model::TenantId::new("a").unwrap()),
+            &rid("r2"),
+            t(2),
+        ))
         .await;
     assert_eq!(error.kind(), StoreErrorKind::NotFound);
     let error = fx
-        .rejected(fx.store.retry_poisoned_run(&Scope::System, &rid("ghost"), t(2)))
+        .rejected(
+            fx.store
+                .retry_poisoned_run(&Scope::System, &rid("ghost"), t(2)),
+        )
         .await;
     assert_eq!(error.kind(), StoreErrorKind::NotFound);
 }

@@ -39,8 +39,15 @@ async fn a_lease_carries_the_row_facts_and_a_fresh_uuid_token() {
     assert_eq!(lease.claim_attempt, 1);
     assert_eq!(lease.orphan_ttl_ms, 60_000);
     assert!(lease.claim_token.is_uuid());
-    let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
-    assert_eq!((info.claimed_at, info.wake_at, info.claim_attempts), (Some(t(3)), None, 1));
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &lease.run_id)
+        .await
+        .unwrap();
+    assert_eq!(
+        (info.claimed_at, info.wake_at, info.claim_attempts),
+        (Some(t(3)), None, 1)
+    );
 }
 
 #[tokio::test]
@@ -60,15 +67,31 @@ async fn a_live_claim_is_not_stolen_and_the_ttl_boundary_is_strict() {
     assert_eq!(batch.leases.len(), 1);
     let second = &batch.leases[0];
     assert_ne!(second.claim_token, first.claim_token);
-    assert_eq!(second.claim_attempt, 2, "an expired steal counts as an attempt");
+    assert_eq!(
+        second.claim_attempt, 2,
+        "an expired steal counts as an attempt"
+    );
     // The first holder is fenced out.
     let error = fx
-        .rejected(fx.commit_next(&first, RunStatus::Running, ClaimedSchedule::RetainClaim, t(61)))
+        .rejected(fx.commit_next(
+            &first,
+            RunStatus::Running,
+            ClaimedSchedule::RetainClaim,
+            t(61),
+        ))
         .await;
-    assert_eq!(error.kind(), docket_core::store::StoreErrorKind::StaleCheckpoint);
-    fx.commit_next(second, RunStatus::Running, ClaimedSchedule::RetainClaim, t(61))
-        .await
-        .unwrap();
+    assert_eq!(
+        error.kind(),
+        docket_core::store::StoreErrorKind::StaleCheckpoint
+    );
+    fx.commit_next(
+        second,
+        RunStatus::Running,
+        ClaimedSchedule::RetainClaim,
+        t(61),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -136,18 +159,30 @@ async fn a_single_slot_follows_the_preference_and_falls_through_when_it_is_empty
     let fx = expired_and_ready().await;
     let mut p = policy(t(70_000), 1);
     p.preference = Some(ClaimClass::Ready);
-    assert_eq!(ids(&fx.store.claim_due(&p).await.unwrap().leases), vec!["r1"]);
+    assert_eq!(
+        ids(&fx.store.claim_due(&p).await.unwrap().leases),
+        vec!["r1"]
+    );
     // No ready run left: the preferred class is empty, demand is not wasted.
-    assert_eq!(ids(&fx.store.claim_due(&p).await.unwrap().leases), vec!["e1"]);
+    assert_eq!(
+        ids(&fx.store.claim_due(&p).await.unwrap().leases),
+        vec!["e1"]
+    );
     p.preference = Some(ClaimClass::Expired);
-    assert_eq!(ids(&fx.store.claim_due(&p).await.unwrap().leases), vec!["e2"]);
+    assert_eq!(
+        ids(&fx.store.claim_due(&p).await.unwrap().leases),
+        vec!["e2"]
+    );
 }
 
 #[tokio::test]
 async fn a_single_slot_without_preference_takes_the_oldest() {
     let fx = expired_and_ready().await;
     let p = policy(t(70_000), 1);
-    assert_eq!(ids(&fx.store.claim_due(&p).await.unwrap().leases), vec!["e1"]);
+    assert_eq!(
+        ids(&fx.store.claim_due(&p).await.unwrap().leases),
+        vec!["e1"]
+    );
 }
 
 #[tokio::test]
@@ -167,9 +202,16 @@ async fn n_launches_are_allowed_then_the_next_claim_poisons() {
     let batch = fx.store.claim_due(&p).await.unwrap();
     assert!(batch.leases.is_empty());
     assert_eq!(batch.poisoned.len(), 1);
-    assert_eq!(batch.poisoned[0].reason, PoisonReason::MaxClaimAttemptsExceeded);
+    assert_eq!(
+        batch.poisoned[0].reason,
+        PoisonReason::MaxClaimAttemptsExceeded
+    );
     assert_eq!(batch.poisoned[0].poisoned_at, t(10));
-    let info = fx.store.inspect_run(&Scope::System, &rid("r1")).await.unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &rid("r1"))
+        .await
+        .unwrap();
     assert_eq!(info.claim_attempts, 3, "poisoning leaves the attempt count");
     assert_eq!((info.claimed_at, info.wake_at), (None, None));
     // Poisoned runs are never candidates again.
@@ -202,13 +244,23 @@ async fn waiting_terminal_and_future_runs_are_never_candidates() {
     let waiting = fx.start("w", t(0)).await;
     let (next, events) = advance(&waiting, RunStatus::Waiting, t(1));
     fx.store
-        .commit_unclaimed(&Scope::System, 1, unclaimed(next, ReleaseWake::External, t(1)), events)
+        .commit_unclaimed(
+            &Scope::System,
+            1,
+            unclaimed(next, ReleaseWake::External, t(1)),
+            events,
+        )
         .await
         .unwrap();
     let done = fx.start("d", t(0)).await;
     let (next, events) = advance(&done, RunStatus::Done, t(1));
     fx.store
-        .commit_unclaimed(&Scope::System, 1, unclaimed(next, ReleaseWake::Terminal, t(1)), events)
+        .commit_unclaimed(
+            &Scope::System,
+            1,
+            unclaimed(next, ReleaseWake::Terminal, t(1)),
+            events,
+        )
         .await
         .unwrap();
     fx.start("later", t(1_000)).await;
@@ -229,5 +281,8 @@ async fn claims_are_system_work_across_owners() {
     fx.start("rn", t(3)).await;
     let batch = fx.store.claim_due(&policy(t(5), 10)).await.unwrap();
     let owners: Vec<OwnerScope> = batch.leases.iter().map(|l| l.owner.clone()).collect();
-    assert_eq!(owners, vec![tenant("b"), tenant("a"), OwnerScope::Tenantless]);
+    assert_eq!(
+        owners,
+        vec![tenant("b"), tenant("a"), OwnerScope::Tenantless]
+    );
 }

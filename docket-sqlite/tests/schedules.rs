@@ -11,17 +11,37 @@ async fn retain_claim_keeps_the_token_and_restamps_claimed_at() {
     let fx = fx().await;
     fx.start("r1", t(0)).await;
     let lease = fx.claim_one(t(1)).await;
-    fx.commit_next(&lease, RunStatus::Running, ClaimedSchedule::RetainClaim, t(7))
+    fx.commit_next(
+        &lease,
+        RunStatus::Running,
+        ClaimedSchedule::RetainClaim,
+        t(7),
+    )
+    .await
+    .unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &lease.run_id)
         .await
         .unwrap();
-    let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
     assert_eq!((info.claimed_at, info.wake_at), (Some(t(7)), None));
     // The same token keeps committing.
-    fx.commit_next(&lease, RunStatus::Running, ClaimedSchedule::RetainClaim, t(8))
-        .await
-        .unwrap();
+    fx.commit_next(
+        &lease,
+        RunStatus::Running,
+        ClaimedSchedule::RetainClaim,
+        t(8),
+    )
+    .await
+    .unwrap();
     // A retained claim is not claimable by others while it is live.
-    assert!(fx.store.claim_due(&policy(t(9), 5)).await.unwrap().leases.is_empty());
+    assert!(fx
+        .store
+        .claim_due(&policy(t(9), 5))
+        .await
+        .unwrap()
+        .leases
+        .is_empty());
 }
 
 #[tokio::test]
@@ -37,7 +57,11 @@ async fn immediate_release_wakes_at_the_commit_time() {
     )
     .await
     .unwrap();
-    let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &lease.run_id)
+        .await
+        .unwrap();
     assert_eq!((info.claimed_at, info.wake_at), (None, Some(t(4))));
     let again = fx.claim_one(t(4)).await;
     assert_ne!(again.claim_token, lease.claim_token);
@@ -58,7 +82,11 @@ async fn a_release_at_a_future_time_is_due_exactly_then() {
     .await
     .unwrap();
     assert_eq!(
-        fx.store.claim_due(&policy(t(499), 5)).await.unwrap().outcome_count(),
+        fx.store
+            .claim_due(&policy(t(499), 5))
+            .await
+            .unwrap()
+            .outcome_count(),
         0
     );
     assert_eq!(fx.claim_one(t(500)).await.run_id, lease.run_id);
@@ -77,7 +105,11 @@ async fn an_external_park_has_no_wake_and_is_never_claimed() {
     )
     .await
     .unwrap();
-    let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &lease.run_id)
+        .await
+        .unwrap();
     assert_eq!(info.run.status, RunStatus::Waiting);
     assert_eq!((info.claimed_at, info.wake_at), (None, None));
     assert_eq!(
@@ -104,7 +136,11 @@ async fn a_terminal_commit_finishes_the_run_for_good() {
         )
         .await
         .unwrap();
-    let info = fx.store.inspect_run(&Scope::System, &lease.run_id).await.unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::System, &lease.run_id)
+        .await
+        .unwrap();
     assert_eq!(info.run, done);
     assert_eq!(info.run.finished_at, Some(t(2)));
     assert_eq!((info.claimed_at, info.wake_at), (None, None));
@@ -122,8 +158,18 @@ async fn a_terminal_commit_finishes_the_run_for_good() {
 async fn unclaimed_wakes_map_to_the_same_effects() {
     let fx = fx().await;
     let cases = [
-        ("imm", RunStatus::Running, ReleaseWake::Immediate, Some(t(3))),
-        ("at", RunStatus::Running, ReleaseWake::At(t(90)), Some(t(90))),
+        (
+            "imm",
+            RunStatus::Running,
+            ReleaseWake::Immediate,
+            Some(t(3)),
+        ),
+        (
+            "at",
+            RunStatus::Running,
+            ReleaseWake::At(t(90)),
+            Some(t(90)),
+        ),
         ("ext", RunStatus::Waiting, ReleaseWake::External, None),
         ("end", RunStatus::Cancelled, ReleaseWake::Terminal, None),
     ];

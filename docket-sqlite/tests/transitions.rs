@@ -17,7 +17,11 @@ fn kind(error: &StoreError) -> StoreErrorKind {
 async fn initialize_stores_the_run_with_fresh_operational_state() {
     let fx = fx().await;
     let run = fx.start("r1", t(5)).await;
-    let info = fx.store.inspect_run(&Scope::Tenantless, &run.id).await.unwrap();
+    let info = fx
+        .store
+        .inspect_run(&Scope::Tenantless, &run.id)
+        .await
+        .unwrap();
     assert_eq!(info.run, run);
     assert_eq!(info.owner, OwnerScope::Tenantless);
     assert_eq!(info.wake_at, Some(t(5)));
@@ -26,7 +30,14 @@ async fn initialize_stores_the_run_with_fresh_operational_state() {
     assert!(info.poison.is_none());
     let page = fx
         .store
-        .list_events(&Scope::System, &run.id, &EventQuery { after_seq: 0, limit: 10 })
+        .list_events(
+            &Scope::System,
+            &run.id,
+            &EventQuery {
+                after_seq: 0,
+                limit: 10,
+            },
+        )
         .await
         .unwrap();
     assert_eq!(page.events, init_events(&run));
@@ -41,7 +52,10 @@ async fn initialize_validates_the_proposal_before_looking_anything_up() {
     let mut wrong_type = init_proposal(&run, t(0), t(0));
     wrong_type.checkpoint_type = CheckpointType::StepCommitted;
     let error = fx
-        .rejected(fx.store.initialize(&OwnerScope::Tenantless, wrong_type, init_events(&run)))
+        .rejected(
+            fx.store
+                .initialize(&OwnerScope::Tenantless, wrong_type, init_events(&run)),
+        )
         .await;
     assert_eq!(kind(&error), StoreErrorKind::InvalidTransition);
 
@@ -118,12 +132,23 @@ async fn initialize_collapses_identical_duplicate_events() {
     events.extend(init_events(&run));
     events.reverse();
     fx.store
-        .initialize(&OwnerScope::Tenantless, init_proposal(&run, t(0), t(0)), events)
+        .initialize(
+            &OwnerScope::Tenantless,
+            init_proposal(&run, t(0), t(0)),
+            events,
+        )
         .await
         .unwrap();
     let page = fx
         .store
-        .list_events(&Scope::System, &run.id, &EventQuery { after_seq: 0, limit: 10 })
+        .list_events(
+            &Scope::System,
+            &run.id,
+            &EventQuery {
+                after_seq: 0,
+                limit: 10,
+            },
+        )
         .await
         .unwrap();
     assert_eq!(page.events, init_events(&run));
@@ -144,7 +169,10 @@ async fn initialize_rejects_contradictory_or_foreign_events() {
             contradictory,
         ))
         .await;
-    assert!(matches!(error, StoreError::EventConflict { seq: 2 }), "{error:?}");
+    assert!(
+        matches!(error, StoreError::EventConflict { seq: 2 }),
+        "{error:?}"
+    );
 
     let mut foreign = init_events(&run);
     foreign[0].run_id = rid("someone-else");
@@ -179,14 +207,26 @@ async fn claimed_commit_with_current_fences_replaces_the_document_and_appends_ev
         .store
         .commit_claimed(
             &Scope::System,
-            claimed(next.clone(), 1, &lease.claim_token, ClaimedSchedule::RetainClaim, t(2)),
+            claimed(
+                next.clone(),
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::RetainClaim,
+                t(2),
+            ),
             events.clone(),
         )
         .await
         .unwrap();
     assert_eq!(stored, next);
     // Read through a reader connection: read-your-writes across connections.
-    assert_eq!(fx.store.fetch_run(&Scope::Tenantless, &run.id).await.unwrap(), next);
+    assert_eq!(
+        fx.store
+            .fetch_run(&Scope::Tenantless, &run.id)
+            .await
+            .unwrap(),
+        next
+    );
     let latest = fx
         .store
         .fetch_latest_event(&Scope::Tenantless, &run.id)
@@ -204,7 +244,13 @@ async fn claimed_commit_with_a_wrong_token_is_stale_and_changes_nothing() {
     let error = fx
         .rejected(fx.store.commit_claimed(
             &Scope::System,
-            claimed(next, 1, &ClaimToken::mint(), ClaimedSchedule::RetainClaim, t(2)),
+            claimed(
+                next,
+                1,
+                &ClaimToken::mint(),
+                ClaimedSchedule::RetainClaim,
+                t(2),
+            ),
             events,
         ))
         .await;
@@ -217,7 +263,12 @@ async fn claimed_commit_with_a_past_or_future_seq_is_stale_and_changes_nothing()
     let run = fx.start("r1", t(0)).await;
     let lease = fx.claim_one(t(1)).await;
     let moved = fx
-        .commit_next(&lease, RunStatus::Running, ClaimedSchedule::RetainClaim, t(2))
+        .commit_next(
+            &lease,
+            RunStatus::Running,
+            ClaimedSchedule::RetainClaim,
+            t(2),
+        )
         .await
         .unwrap();
     // Stale: builds on seq 1 while seq 2 is committed.
@@ -225,7 +276,13 @@ async fn claimed_commit_with_a_past_or_future_seq_is_stale_and_changes_nothing()
     let error = fx
         .rejected(fx.store.commit_claimed(
             &Scope::System,
-            claimed(stale, 1, &lease.claim_token, ClaimedSchedule::RetainClaim, t(3)),
+            claimed(
+                stale,
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::RetainClaim,
+                t(3),
+            ),
             events,
         ))
         .await;
@@ -236,7 +293,13 @@ async fn claimed_commit_with_a_past_or_future_seq_is_stale_and_changes_nothing()
     let error = fx
         .rejected(fx.store.commit_claimed(
             &Scope::System,
-            claimed(ahead, 3, &lease.claim_token, ClaimedSchedule::RetainClaim, t(3)),
+            claimed(
+                ahead,
+                3,
+                &lease.claim_token,
+                ClaimedSchedule::RetainClaim,
+                t(3),
+            ),
             events,
         ))
         .await;
@@ -251,7 +314,13 @@ async fn claimed_commit_on_an_unclaimed_run_is_stale() {
     let error = fx
         .rejected(fx.store.commit_claimed(
             &Scope::System,
-            claimed(next, 1, &ClaimToken::mint(), ClaimedSchedule::RetainClaim, t(2)),
+            claimed(
+                next,
+                1,
+                &ClaimToken::mint(),
+                ClaimedSchedule::RetainClaim,
+                t(2),
+            ),
             events,
         ))
         .await;
@@ -272,7 +341,13 @@ async fn identity_mismatch_is_invalid_even_when_the_fence_is_also_stale() {
         let error = fx
             .rejected(fx.store.commit_claimed(
                 &Scope::System,
-                claimed(proposal, 1, &ClaimToken::mint(), ClaimedSchedule::RetainClaim, t(2)),
+                claimed(
+                    proposal,
+                    1,
+                    &ClaimToken::mint(),
+                    ClaimedSchedule::RetainClaim,
+                    t(2),
+                ),
                 events.clone(),
             ))
             .await;
@@ -335,11 +410,20 @@ async fn an_event_conflict_rolls_back_the_whole_commit() {
     let error = fx
         .rejected(fx.store.commit_claimed(
             &Scope::System,
-            claimed(next, 1, &lease.claim_token, ClaimedSchedule::RetainClaim, t(2)),
+            claimed(
+                next,
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::RetainClaim,
+                t(2),
+            ),
             events,
         ))
         .await;
-    assert!(matches!(error, StoreError::EventConflict { seq: 2 }), "{error:?}");
+    assert!(
+        matches!(error, StoreError::EventConflict { seq: 2 }),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -359,7 +443,14 @@ async fn replaying_an_identical_stored_event_is_accepted_once() {
         .unwrap();
     let page = fx
         .store
-        .list_events(&Scope::System, &run.id, &EventQuery { after_seq: 0, limit: 10 })
+        .list_events(
+            &Scope::System,
+            &run.id,
+            &EventQuery {
+                after_seq: 0,
+                limit: 10,
+            },
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -441,10 +532,22 @@ async fn a_schedule_that_does_not_fit_the_status_is_invalid() {
     let lease = fx.claim_one(t(1)).await;
     let cases = [
         (RunStatus::Waiting, ClaimedSchedule::RetainClaim),
-        (RunStatus::Running, ClaimedSchedule::Release(ReleaseWake::External)),
-        (RunStatus::Running, ClaimedSchedule::Release(ReleaseWake::Terminal)),
-        (RunStatus::Done, ClaimedSchedule::Release(ReleaseWake::Immediate)),
-        (RunStatus::Waiting, ClaimedSchedule::Release(ReleaseWake::At(t(9)))),
+        (
+            RunStatus::Running,
+            ClaimedSchedule::Release(ReleaseWake::External),
+        ),
+        (
+            RunStatus::Running,
+            ClaimedSchedule::Release(ReleaseWake::Terminal),
+        ),
+        (
+            RunStatus::Done,
+            ClaimedSchedule::Release(ReleaseWake::Immediate),
+        ),
+        (
+            RunStatus::Waiting,
+            ClaimedSchedule::Release(ReleaseWake::At(t(9))),
+        ),
     ];
     for (status, schedule) in cases {
         let (next, events) = advance(&run, status, t(2));
@@ -455,7 +558,11 @@ async fn a_schedule_that_does_not_fit_the_status_is_invalid() {
                 events,
             ))
             .await;
-        assert_eq!(kind(&error), StoreErrorKind::InvalidTransition, "{status} {schedule:?}");
+        assert_eq!(
+            kind(&error),
+            StoreErrorKind::InvalidTransition,
+            "{status} {schedule:?}"
+        );
     }
 }
 
@@ -477,7 +584,12 @@ async fn an_unclaimed_commit_fences_out_the_current_holder() {
     let info = fx.store.inspect_run(&Scope::System, &run.id).await.unwrap();
     assert_eq!((info.claimed_at, info.wake_at), (None, Some(t(2))));
     let error = fx
-        .rejected(fx.commit_next(&lease, RunStatus::Running, ClaimedSchedule::RetainClaim, t(3)))
+        .rejected(fx.commit_next(
+            &lease,
+            RunStatus::Running,
+            ClaimedSchedule::RetainClaim,
+            t(3),
+        ))
         .await;
     assert_eq!(kind(&error), StoreErrorKind::StaleCheckpoint);
 }
@@ -548,7 +660,10 @@ async fn the_checkpoint_event_type_round_trips_exactly() {
     events[0].event_type = EventType::InterruptResolved;
     events[0].node_id = Some("ask".into());
     events[0].payload.insert("ratio".into(), json!(0.1 + 0.2));
-    events[0].metadata.insert("nested".into(), json!({"b": [1, 2.5e-300, null], "a": true}));
+    events[0].metadata.insert(
+        "nested".into(),
+        json!({"b": [1, 2.5e-300, null], "a": true}),
+    );
     fx.store
         .commit_unclaimed(
             &Scope::System,
@@ -558,6 +673,10 @@ async fn the_checkpoint_event_type_round_trips_exactly() {
         )
         .await
         .unwrap();
-    let stored = fx.store.fetch_event(&Scope::System, &run.id, 3).await.unwrap();
+    let stored = fx
+        .store
+        .fetch_event(&Scope::System, &run.id, 3)
+        .await
+        .unwrap();
     assert_eq!(stored, events[0]);
 }

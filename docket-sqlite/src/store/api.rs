@@ -75,7 +75,9 @@ impl SqliteStore {
                     checkpoint_type: pending.checkpoint_type,
                     now: pending.now,
                 };
-                immediate(conn, |tx| transitions::commit(tx, &scope, &proposal, events))
+                immediate(conn, |tx| {
+                    transitions::commit(tx, &scope, &proposal, events)
+                })
             })
             .await?;
         if committed.due {
@@ -227,9 +229,7 @@ impl RunStore for SqliteStore {
         let (run_id, token, policy) = (run_id.clone(), token.clone(), *policy);
         self.inner
             .workers
-            .write(move |conn| {
-                immediate(conn, |tx| claims::abandon(tx, &run_id, &token, &policy))
-            })
+            .write(move |conn| immediate(conn, |tx| claims::abandon(tx, &run_id, &token, &policy)))
             .await
     }
 

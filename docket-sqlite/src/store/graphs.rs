@@ -139,7 +139,10 @@ pub(crate) fn list(
     query: &GraphVersionQuery,
 ) -> Result<GraphVersionPage, StoreError> {
     let (after_at, after_hash) = match &query.before {
-        Some(c) => (Some(c.published_at.as_micros()), Some(c.graph_hash.as_str())),
+        Some(c) => (
+            Some(c.published_at.as_micros()),
+            Some(c.graph_hash.as_str()),
+        ),
         None => (None, None),
     };
     let mut stmt = conn

@@ -45,7 +45,10 @@ pub(crate) fn prune(conn: &Connection, policy: &PrunePolicy) -> Result<PruneRepo
             .sql()?;
         let rows = stmt
             .query_map(
-                params![cutoff(policy.now, policy.run_retention_ms).as_micros(), batch],
+                params![
+                    cutoff(policy.now, policy.run_retention_ms).as_micros(),
+                    batch
+                ],
                 |row| row.get::<_, String>(0),
             )
             .sql()?;

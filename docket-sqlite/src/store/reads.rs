@@ -16,7 +16,11 @@ use crate::codec::{
 use crate::error::SqlResult;
 
 /// `inspect_run` (and, through `.run`, `fetch_run`).
-pub(crate) fn inspect(conn: &Connection, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
+pub(crate) fn inspect(
+    conn: &Connection,
+    scope: &Scope,
+    run_id: &RunId,
+) -> Result<RunInfo, StoreError> {
     let stored = load_run(conn, scope, run_id)?.ok_or(StoreError::NotFound)?;
     Ok(RunInfo {
         owner: stored.owner,

@@ -7,8 +7,8 @@ use docket_core::model::{Event, OperationalState, OwnerScope, Run, RunId, Scope,
 use docket_core::store::StoreError;
 
 use crate::codec::{
-    decode_event, decode_ops, decode_run, encode_document, encode_map, row_values, sql_u64,
-    OpsRow, StoredRun, EVENT_COLUMNS, OPS_COLUMNS, RUN_COLUMNS,
+    decode_event, decode_ops, decode_run, encode_document, encode_map, row_values, sql_u64, OpsRow,
+    StoredRun, EVENT_COLUMNS, OPS_COLUMNS, RUN_COLUMNS,
 };
 use crate::error::SqlResult;
 
@@ -59,7 +59,11 @@ fn admits(scope: &Scope, scope_key: &str) -> bool {
 }
 
 /// Whether the run exists and is visible in `scope` (without decoding it).
-pub(crate) fn visible(conn: &Connection, scope: &Scope, run_id: &RunId) -> Result<bool, StoreError> {
+pub(crate) fn visible(
+    conn: &Connection,
+    scope: &Scope,
+    run_id: &RunId,
+) -> Result<bool, StoreError> {
     Ok(owner_of(conn, run_id)?.is_some_and(|key| admits(scope, &key)))
 }
 

@@ -40,7 +40,11 @@ pub(crate) fn initialize(
         )
         .sql()?
         .query_row(
-            params![owner.scope_key(), run.graph_id.as_str(), run.graph_hash.as_str()],
+            params![
+                owner.scope_key(),
+                run.graph_id.as_str(),
+                run.graph_hash.as_str()
+            ],
             |_| Ok(()),
         )
         .optional()

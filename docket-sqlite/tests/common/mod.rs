@@ -12,8 +12,8 @@ use docket_core::model::{
     RunId, RunStatus, Scope, TenantId, Timestamp, ValueMap,
 };
 use docket_core::store::{
-    ClaimLease, ClaimPolicy, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal,
-    ReleaseWake, RunStore, StoreError, UnclaimedCommit,
+    ClaimLease, ClaimPolicy, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal, ReleaseWake,
+    RunStore, StoreError, UnclaimedCommit,
 };
 use docket_sqlite::testing::{raw_snapshot, SqliteGuard};
 use docket_sqlite::{SqliteOptions, SqliteStore};
@@ -36,9 +36,8 @@ pub fn tenant(id: &str) -> OwnerScope {
 }
 
 pub fn graph_doc(id: &str, description: &str) -> GraphDocument {
-    let mut doc =
-        GraphDocument::from_json(&json!({ "schema_version": 1, "id": id }).to_string())
-            .expect("test graph document");
+    let mut doc = GraphDocument::from_json(&json!({ "schema_version": 1, "id": id }).to_string())
+        .expect("test graph document");
     doc.description = Some(description.to_owned());
     doc
 }
@@ -246,7 +245,13 @@ impl Fx {
         self.store
             .commit_claimed(
                 &Scope::System,
-                claimed(next, current.checkpoint_seq, &lease.claim_token, schedule, now),
+                claimed(
+                    next,
+                    current.checkpoint_seq,
+                    &lease.claim_token,
+                    schedule,
+                    now,
+                ),
                 events,
             )
             .await
@@ -259,7 +264,11 @@ impl Fx {
     ) -> StoreError {
         let before = self.snapshot();
         let error = write.await.expect_err("the write should be rejected");
-        assert_eq!(before, self.snapshot(), "a rejected write changed the store");
+        assert_eq!(
+            before,
+            self.snapshot(),
+            "a rejected write changed the store"
+        );
         error
     }
 
