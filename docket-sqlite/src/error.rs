@@ -34,6 +34,21 @@ pub(crate) fn sql_error(error: rusqlite::Error) -> StoreError {
     }
 }
 
+/// Maps a failed `COMMIT`. Lock contention means nothing was written (retryable); anything
+/// else may have left a complete transaction in the WAL that recovery would replay, so the
+/// outcome is unknown.
+pub(crate) fn commit_error(error: rusqlite::Error) -> StoreError {
+    let contention = matches!(
+        &error,
+        rusqlite::Error::SqliteFailure(failure, _)
+            if matches!(failure.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    );
+    match sql_error(error) {
+        StoreError::Unavailable { source, .. } if !contention => StoreError::Ambiguous { source },
+        mapped => mapped,
+    }
+}
+
 /// A permanent failure described by `message`.
 pub(crate) fn permanent(message: impl Into<String>) -> StoreError {
     StoreError::permanent(Message(message.into()))

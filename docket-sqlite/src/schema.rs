@@ -13,6 +13,9 @@ use crate::options::SqliteOptions;
 /// `PRAGMA application_id` of a Docket database ("dokt"), so a foreign file is refused.
 pub const APPLICATION_ID: i64 = 0x646f_6b74;
 
+/// Bytes the WAL file is truncated to after a checkpoint (`PRAGMA journal_size_limit`).
+const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
 /// The newest schema version this build knows.
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -131,6 +134,10 @@ pub(crate) fn configure_writer(
         )));
     }
     conn.pragma_update(None, "synchronous", options.synchronous.as_pragma())
+        .sql()?;
+    // After a burst (or a long-lived reader) has grown the WAL, truncate it back at the next
+    // checkpoint instead of keeping the peak size on disk forever.
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)
         .sql()?;
     Ok(())
 }

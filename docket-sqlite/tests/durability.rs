@@ -19,6 +19,7 @@ async fn the_defaults_are_wal_with_full_synchronous_and_foreign_keys() {
     assert!(settings.foreign_keys);
     assert_eq!(settings.busy_timeout_ms, 5_000);
     assert_eq!(settings.schema_version, SCHEMA_VERSION);
+    assert_eq!(settings.wal_size_limit_bytes, 64 * 1024 * 1024);
     assert!(!settings.sqlite_version.is_empty());
 }
 

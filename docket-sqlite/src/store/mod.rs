@@ -50,6 +50,8 @@ pub struct EffectiveSettings {
     pub foreign_keys: bool,
     /// `PRAGMA busy_timeout` in milliseconds.
     pub busy_timeout_ms: i64,
+    /// `PRAGMA journal_size_limit`: the size the WAL is truncated to after a checkpoint.
+    pub wal_size_limit_bytes: i64,
     /// `PRAGMA user_version`: the schema version.
     pub schema_version: i64,
     /// The SQLite library version (bundled).
@@ -121,6 +123,7 @@ impl SqliteStore {
                     synchronous: int("synchronous")?,
                     foreign_keys: int("foreign_keys")? == 1,
                     busy_timeout_ms: int("busy_timeout")?,
+                    wal_size_limit_bytes: int("journal_size_limit")?,
                     schema_version: int("user_version")?,
                     sqlite_version: rusqlite::version().to_owned(),
                 })

@@ -10,11 +10,12 @@ use crate::codec::{
     decode_event, decode_ops, decode_run, encode_document, encode_map, row_values, sql_u64, OpsRow,
     StoredRun, EVENT_COLUMNS, OPS_COLUMNS, RUN_COLUMNS,
 };
-use crate::error::SqlResult;
+use crate::error::{commit_error, SqlResult};
 
 /// Runs `f` inside `BEGIN IMMEDIATE … COMMIT`: the write lock is taken before the first read, so
 /// a concurrent writer in another process can never invalidate what `f` read
-/// (no `SQLITE_BUSY_SNAPSHOT`). Any error rolls everything back.
+/// (no `SQLITE_BUSY_SNAPSHOT`). Any error before `COMMIT` rolls everything back; a failing
+/// `COMMIT` itself (e.g. an fsync error) may leave the frames in the WAL and is `Ambiguous`.
 pub(crate) fn immediate<T>(
     conn: &mut Connection,
     f: impl FnOnce(&Connection) -> Result<T, StoreError>,
@@ -23,7 +24,7 @@ pub(crate) fn immediate<T>(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .sql()?;
     let out = f(&tx)?;
-    tx.commit().sql()?;
+    tx.commit().map_err(commit_error)?;
     Ok(out)
 }
 
