@@ -1,3 +1,14 @@
-//! # docket-sqlite
-//!
-//! Embedded SQLite backend for Docket (rusqlite, WAL, single writer thread).
+#![doc = include_str!("../README.md")]
+
+mod codec;
+mod error;
+pub mod options;
+mod schema;
+mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod workers;
+
+pub use options::{parse_url, SqliteOptions, SqliteUrl, Synchronous, DEFAULT_PATH};
+pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+pub use store::{EffectiveSettings, SqliteStore};

@@ -1,0 +1,198 @@
+//! Connection set-up and the versioned schema (`PRAGMA user_version`).
+//!
+//! The row invariants of spec §3.2 are CHECK constraints, so even a bug in this crate cannot
+//! store an impossible operational state; the decoder checks them again on the way out.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use docket_core::store::StoreError;
+
+use crate::error::{permanent, SqlResult};
+use crate::options::SqliteOptions;
+
+/// `PRAGMA application_id` of a Docket database ("dokt"), so a foreign file is refused.
+pub const APPLICATION_ID: i64 = 0x646f_6b74;
+
+/// Bytes the WAL file is truncated to after a checkpoint (`PRAGMA journal_size_limit`).
+const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
+/// The newest schema version this build knows.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Migration `n` moves the schema from version `n` to `n + 1`.
+const MIGRATIONS: [&str; 1] = [V1];
+
+const V1: &str = r"
+CREATE TABLE docket_graph_versions (
+    scope_key    TEXT    NOT NULL,
+    tenant_id    TEXT    NULL CHECK (tenant_id IS NULL OR tenant_id <> ''),
+    graph_id     TEXT    NOT NULL CHECK (graph_id <> ''),
+    graph_hash   TEXT    NOT NULL CHECK (graph_hash <> ''),
+    graph        BLOB    NOT NULL,
+    published_at INTEGER NOT NULL,
+    PRIMARY KEY (scope_key, graph_id, graph_hash),
+    CHECK (scope_key = COALESCE(tenant_id, ''))
+) STRICT;
+
+CREATE INDEX docket_graph_versions_order
+    ON docket_graph_versions (scope_key, graph_id, published_at DESC, graph_hash DESC);
+
+CREATE TABLE docket_runs (
+    run_id                 TEXT    NOT NULL PRIMARY KEY CHECK (run_id <> ''),
+    tenant_id              TEXT    NULL CHECK (tenant_id IS NULL OR tenant_id <> ''),
+    scope_key              TEXT    NOT NULL,
+    graph_id               TEXT    NOT NULL,
+    graph_hash             TEXT    NOT NULL,
+    status                 TEXT    NOT NULL
+        CHECK (status IN ('running', 'waiting', 'done', 'failed', 'cancelled')),
+    step                   INTEGER NOT NULL CHECK (step >= 0),
+    checkpoint_seq         INTEGER NOT NULL CHECK (checkpoint_seq >= 1),
+    event_seq              INTEGER NOT NULL CHECK (event_seq >= 0),
+    document               TEXT    NOT NULL,
+    latest_checkpoint_type TEXT    NOT NULL,
+    claim_token            TEXT    NULL,
+    claimed_at             INTEGER NULL,
+    wake_at                INTEGER NULL,
+    claim_attempts         INTEGER NOT NULL CHECK (claim_attempts >= 0),
+    claim_abandons         INTEGER NOT NULL CHECK (claim_abandons >= 0),
+    poisoned_at            INTEGER NULL,
+    poison_reason          TEXT    NULL CHECK (poison_reason IS NULL OR poison_reason IN
+        ('max_claim_attempts_exceeded', 'max_claim_abandons_exceeded')),
+    started_at             INTEGER NOT NULL,
+    updated_at             INTEGER NOT NULL,
+    finished_at            INTEGER NULL,
+    CHECK (scope_key = COALESCE(tenant_id, '')),
+    -- 1. claim token present <=> claimed_at present
+    CHECK ((claim_token IS NULL) = (claimed_at IS NULL)),
+    -- 2. poison facts are paired
+    CHECK ((poisoned_at IS NULL) = (poison_reason IS NULL)),
+    -- 3. non-running rows have no token, no wake, no poison
+    CHECK (status = 'running'
+        OR (claim_token IS NULL AND wake_at IS NULL AND poisoned_at IS NULL)),
+    -- 4. a poisoned row is running with no token and no wake
+    CHECK (poisoned_at IS NULL
+        OR (status = 'running' AND claim_token IS NULL AND wake_at IS NULL)),
+    -- 5. a healthy running row has exactly one of wake and claim
+    CHECK (status <> 'running' OR poisoned_at IS NOT NULL
+        OR ((wake_at IS NOT NULL) <> (claim_token IS NOT NULL))),
+    -- 6. finished_at present <=> terminal
+    CHECK ((finished_at IS NOT NULL) = (status IN ('done', 'failed', 'cancelled'))),
+    FOREIGN KEY (scope_key, graph_id, graph_hash)
+        REFERENCES docket_graph_versions (scope_key, graph_id, graph_hash) ON DELETE RESTRICT
+) STRICT;
+
+CREATE INDEX docket_runs_list ON docket_runs (started_at DESC, run_id DESC);
+CREATE INDEX docket_runs_scope_list ON docket_runs (scope_key, started_at DESC, run_id DESC);
+CREATE INDEX docket_runs_graph ON docket_runs (scope_key, graph_id, graph_hash);
+CREATE INDEX docket_runs_ready ON docket_runs (wake_at, run_id)
+    WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL
+      AND wake_at IS NOT NULL;
+CREATE INDEX docket_runs_expired ON docket_runs (claimed_at, run_id)
+    WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
+CREATE INDEX docket_runs_poisoned ON docket_runs (poisoned_at) WHERE poisoned_at IS NOT NULL;
+CREATE INDEX docket_runs_terminal ON docket_runs (updated_at, run_id)
+    WHERE status IN ('done', 'failed', 'cancelled');
+
+CREATE TABLE docket_events (
+    run_id      TEXT    NOT NULL REFERENCES docket_runs (run_id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL CHECK (seq >= 1),
+    event_type  TEXT    NOT NULL,
+    step        INTEGER NOT NULL CHECK (step >= 0),
+    node_id     TEXT    NULL,
+    channel_id  TEXT    NULL,
+    task_id     TEXT    NULL,
+    occurred_at INTEGER NOT NULL,
+    payload     TEXT    NOT NULL,
+    metadata    TEXT    NOT NULL,
+    inserted_at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) STRICT;
+
+CREATE INDEX docket_events_retention ON docket_events (inserted_at, run_id, seq);
+";
+
+/// Pragmas every connection gets.
+pub(crate) fn configure(conn: &Connection, options: &SqliteOptions) -> Result<(), StoreError> {
+    conn.busy_timeout(options.busy_timeout).sql()?;
+    conn.pragma_update(None, "foreign_keys", "ON").sql()?;
+    Ok(())
+}
+
+/// Pragmas of the writer connection: WAL, the durability level, checkpoints left on.
+pub(crate) fn configure_writer(
+    conn: &Connection,
+    options: &SqliteOptions,
+) -> Result<(), StoreError> {
+    configure(conn, options)?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .sql()?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(permanent(format!(
+            "sqlite refused WAL mode (journal_mode is {mode:?}); is the file on a filesystem \
+             without shared-memory support?"
+        )));
+    }
+    conn.pragma_update(None, "synchronous", options.synchronous.as_pragma())
+        .sql()?;
+    // After a burst (or a long-lived reader) has grown the WAL, truncate it back at the next
+    // checkpoint instead of keeping the peak size on disk forever.
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)
+        .sql()?;
+    Ok(())
+}
+
+/// Pragmas of a reader connection: it may never write.
+pub(crate) fn configure_reader(
+    conn: &Connection,
+    options: &SqliteOptions,
+) -> Result<(), StoreError> {
+    configure(conn, options)?;
+    conn.pragma_update(None, "query_only", "ON").sql()?;
+    Ok(())
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`] in one `BEGIN IMMEDIATE` transaction, so concurrent
+/// openers (several processes) migrate exactly once.
+///
+/// # Errors
+/// A permanent `Unavailable` for a database written by a newer build (no silent downgrade) or
+/// for a file that belongs to another application.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .sql()?;
+    let version: i64 = tx
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .sql()?;
+    let app_id: i64 = tx
+        .pragma_query_value(None, "application_id", |row| row.get(0))
+        .sql()?;
+    if app_id != 0 && app_id != APPLICATION_ID {
+        return Err(permanent(format!(
+            "this database belongs to another application (application_id {app_id:#x}); \
+             docket-sqlite refuses to open it"
+        )));
+    }
+    if version > SCHEMA_VERSION {
+        return Err(permanent(format!(
+            "database schema version {version} is newer than the newest this build of \
+             docket-sqlite knows ({SCHEMA_VERSION}); refusing to open it (no downgrade)"
+        )));
+    }
+    if version < 0 {
+        return Err(permanent(format!(
+            "database schema version {version} is invalid"
+        )));
+    }
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.execute_batch(migration).sql()?;
+        tx.pragma_update(None, "user_version", index as i64 + 1)
+            .sql()?;
+    }
+    if app_id != APPLICATION_ID {
+        tx.pragma_update(None, "application_id", APPLICATION_ID)
+            .sql()?;
+    }
+    tx.commit().sql()
+}
