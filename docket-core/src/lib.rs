@@ -14,6 +14,8 @@
 //! node activations concurrently.
 
 pub mod graph;
+pub mod inline;
 pub mod model;
+pub mod node;
 pub mod runtime;
 pub mod store;

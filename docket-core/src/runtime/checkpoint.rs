@@ -1,0 +1,37 @@
+//! Committed checkpoints (spec §2.7): what observers and the inline driver receive after a
+//! moment commits.
+
+use super::moment::Moment;
+use crate::model::{CheckpointType, Event, Run, Timestamp, ValueMap};
+
+/// A committed moment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    /// Checkpoint type.
+    pub checkpoint_type: CheckpointType,
+    /// `run.checkpoint_seq`.
+    pub seq: u64,
+    /// The committed run.
+    pub run: Run,
+    /// The committed events (the last is the `checkpoint_committed` fact).
+    pub events: Vec<Event>,
+    /// The moment's `proposed_at`.
+    pub created_at: Timestamp,
+    /// The envelope.
+    pub metadata: ValueMap,
+}
+
+impl Checkpoint {
+    /// The checkpoint of a committed `moment`.
+    #[must_use]
+    pub fn from_moment(moment: &Moment) -> Self {
+        Checkpoint {
+            checkpoint_type: moment.checkpoint_type,
+            seq: moment.run.checkpoint_seq,
+            run: moment.run.clone(),
+            events: moment.events.clone(),
+            created_at: moment.proposed_at,
+            metadata: moment.checkpoint_metadata.clone(),
+        }
+    }
+}
