@@ -117,7 +117,8 @@ impl Node for Increment {
     }
 }
 
-/// `flaky`: a retryable error while `attempt <= fail_times`, then writes `config.values`.
+/// `flaky`: a retryable error while `attempt <= fail_times`, then writes `config.values` (or
+/// fails permanently when `config.then` is `"fail"`).
 pub struct Flaky;
 
 #[async_trait]
@@ -130,6 +131,9 @@ impl Node for Flaky {
                 .and_then(Value::as_str)
                 .unwrap_or("flaky");
             return NodeOutcome::Error(reason.to_owned());
+        }
+        if config.get("then").and_then(Value::as_str) == Some("fail") {
+            return NodeOutcome::Fail("gave up".into());
         }
         NodeOutcome::Update(values(config))
     }
