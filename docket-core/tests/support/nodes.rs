@@ -155,8 +155,9 @@ impl Node for Fail {
     }
 }
 
-/// `approval`: interrupts into `config.field` until that field holds a value, then writes it
-/// to `config.output` (if set). `config.id` and `config.schema` shape the interrupt.
+/// `approval`: interrupts into `config.field` until that field holds a value (null and empty
+/// lists count as none), then writes it to `config.output` (if set). `config.id` and
+/// `config.schema` shape the interrupt.
 pub struct Approval;
 
 #[async_trait]
@@ -167,7 +168,7 @@ impl Node for Approval {
             .and_then(Value::as_str)
             .unwrap_or("approved");
         match state.get(field) {
-            Some(v) if !v.is_null() => {
+            Some(v) if !v.is_null() && v.as_array().is_none_or(|items| !items.is_empty()) => {
                 let mut update = ValueMap::new();
                 if let Some(out) = config.get("output").and_then(Value::as_str) {
                     update.insert(out.to_owned(), v.clone());
