@@ -58,21 +58,25 @@ async fn fan_out_barrier_cycle_retry_and_approval_run_to_completion() {
         types(&paused),
         vec![
             C::RunInitialized,
-            C::StepCommitted, // split
-            C::RetryScheduled, // right attempt 1 failed, left parked
-            C::RetryScheduled, // right attempt 2 failed
-            C::StepCommitted, // left + right, barrier fires
-            C::StepCommitted, // join
-            C::StepCommitted, // loop: counter 1
-            C::StepCommitted, // loop: counter 2
-            C::StepCommitted, // loop: counter 3
+            C::StepCommitted,      // split
+            C::RetryScheduled,     // right attempt 1 failed, left parked
+            C::RetryScheduled,     // right attempt 2 failed
+            C::StepCommitted,      // left + right, barrier fires
+            C::StepCommitted,      // join
+            C::StepCommitted,      // loop: counter 1
+            C::StepCommitted,      // loop: counter 2
+            C::StepCommitted,      // loop: counter 3
             C::InterruptRequested, // approve
         ]
     );
     assert_eq!(paused.run.status, RunStatus::Waiting);
     assert_eq!(fx.sleeper.calls(), vec![100, 100]);
     assert_eq!(fx.log.attempts("right"), vec![1, 2, 3]);
-    assert_eq!(fx.log.attempts("left"), vec![1], "a parked sibling never re-runs");
+    assert_eq!(
+        fx.log.attempts("left"),
+        vec![1],
+        "a parked sibling never re-runs"
+    );
     assert_eq!(fx.log.count("loop"), 3);
     let open = paused.run.open_interrupt_ids();
     assert_eq!(open, vec!["interrupt_1".to_owned()]);

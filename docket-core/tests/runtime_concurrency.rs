@@ -19,7 +19,13 @@ struct Rendezvous(Arc<Barrier>);
 impl Node for Rendezvous {
     async fn call(&self, _: &ValueMap, config: &ValueMap, _: &NodeContext) -> NodeOutcome {
         self.0.wait().await;
-        NodeOutcome::Update(config.get("values").and_then(|v| v.as_object()).cloned().unwrap_or_default())
+        NodeOutcome::Update(
+            config
+                .get("values")
+                .and_then(|v| v.as_object())
+                .cloned()
+                .unwrap_or_default(),
+        )
     }
 }
 
@@ -28,7 +34,12 @@ async fn all_activations_of_a_superstep_run_concurrently() {
     // Sequential execution could never pass the barrier: the first node would time out.
     let mut fx = Fx::new().max_attempt_ms(1_000);
     let log = fx.log.clone();
-    register(&mut fx.nodes, &log, "rendezvous", Rendezvous(Arc::new(Barrier::new(3))));
+    register(
+        &mut fx.nodes,
+        &log,
+        "rendezvous",
+        Rendezvous(Arc::new(Barrier::new(3))),
+    );
     let graph = doc(json!({
         "fields": {"a": field("integer"), "b": field("integer"), "c": field("integer")},
         "outputs": {"a": {}, "b": {}, "c": {}},
@@ -41,7 +52,15 @@ async fn all_activations_of_a_superstep_run_concurrently() {
     }));
     let driven = fx.run(&graph, json!({})).await;
     assert_eq!(driven.run.status, RunStatus::Done);
-    assert_eq!(driven.run.output, Some(json!({"a": 1, "b": 2, "c": 3}).as_object().cloned().expect("map")));
+    assert_eq!(
+        driven.run.output,
+        Some(
+            json!({"a": 1, "b": 2, "c": 3})
+                .as_object()
+                .cloned()
+                .expect("map")
+        )
+    );
 }
 
 #[tokio::test]
@@ -107,6 +126,8 @@ async fn a_node_context_carries_identity_versions_and_application_context() {
     assert_eq!(ctx.application["tenant"], json!("acme"));
     assert_eq!(
         ctx.source_versions,
-        [("q".to_owned(), 1), ("x".to_owned(), 1)].into_iter().collect()
+        [("q".to_owned(), 1), ("x".to_owned(), 1)]
+            .into_iter()
+            .collect()
     );
 }

@@ -41,7 +41,10 @@ fn graph() -> RuntimeGraph {
 fn outcome(choice: u8, value: i64) -> AttemptOutcome {
     match choice % 8 {
         0..=3 => AttemptOutcome::Update(
-            json!({"total": value, "log": [value]}).as_object().cloned().unwrap_or_default(),
+            json!({"total": value, "log": [value]})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
         ),
         4 => AttemptOutcome::Update(json!({"ok": true}).as_object().cloned().unwrap_or_default()),
         5 => AttemptOutcome::retryable(format!("flaky {value}")),
@@ -67,7 +70,11 @@ fn step_twice(
     script: &mut impl Iterator<Item = (u8, i64)>,
 ) -> Option<Moment> {
     let planned = plan(rtg, run, now, None).expect("plan");
-    assert_eq!(planned, plan(rtg, run, now, None).expect("plan"), "planning is pure");
+    assert_eq!(
+        planned,
+        plan(rtg, run, now, None).expect("plan"),
+        "planning is pure"
+    );
     let results: Vec<AttemptResult> = match &planned {
         Plan::Dispatch(superstep) => superstep
             .activations

@@ -28,7 +28,12 @@ async fn a_chain_takes_two_supersteps_and_completes_in_its_own_moment() {
     let driven = fx.run(&graph, json!({})).await;
     assert_eq!(
         types(&driven),
-        vec![C::RunInitialized, C::StepCommitted, C::StepCommitted, C::RunCompleted]
+        vec![
+            C::RunInitialized,
+            C::StepCommitted,
+            C::StepCommitted,
+            C::RunCompleted
+        ]
     );
     assert_eq!(driven.run.step, 2);
     assert_eq!(output(&driven.run, "a"), json!(1));
@@ -38,7 +43,9 @@ async fn a_chain_takes_two_supersteps_and_completes_in_its_own_moment() {
     assert_eq!(completed.payload["outputs"], json!(["a", "b"]));
     let finish = all_events(&driven)
         .into_iter()
-        .find(|e| e.event_type == E::EdgeTriggered && e.payload.get("to") == Some(&json!("$finish")))
+        .find(|e| {
+            e.event_type == E::EdgeTriggered && e.payload.get("to") == Some(&json!("$finish"))
+        })
         .expect("the $finish edge is recorded as a fact");
     assert_eq!(finish.payload["edge_id"], json!("e2"));
 }
@@ -166,7 +173,10 @@ async fn a_fired_barrier_with_a_false_guard_still_resets() {
     let driven = fx.run(&graph, json!({})).await;
     assert_eq!(fx.log.count("j"), 0);
     let join = &driven.run.channels["edge:join"];
-    assert!(join.barrier_seen.is_empty(), "bookkeeping happens before the guard");
+    assert!(
+        join.barrier_seen.is_empty(),
+        "bookkeeping happens before the guard"
+    );
     assert_eq!(join.version, 0);
 }
 
@@ -232,7 +242,14 @@ async fn guards_pick_the_premium_or_standard_path() {
         let fx = Fx::new();
         let driven = fx.run(&routing(), json!({"order": {"tier": tier}})).await;
         assert_eq!(output(&driven.run, "path"), json!(expected), "{tier}");
-        assert_eq!(fx.log.count(if expected == "premium" { "standard" } else { "premium" }), 0);
+        assert_eq!(
+            fx.log.count(if expected == "premium" {
+                "standard"
+            } else {
+                "premium"
+            }),
+            0
+        );
     }
 }
 
@@ -286,7 +303,10 @@ async fn an_edge_activation_is_visible_for_one_step_only() {
     assert_eq!((after_a.value.clone(), after_a.version), (json!(true), 1));
     let after_b = &driven.checkpoints[2].run.channels["edge:e1"];
     assert_eq!((after_b.value.clone(), after_b.version), (Value::Null, 1));
-    assert_eq!(driven.checkpoints[1].run.channels["edge:e0"].value, Value::Null);
+    assert_eq!(
+        driven.checkpoints[1].run.channels["edge:e0"].value,
+        Value::Null
+    );
 }
 
 #[tokio::test]
@@ -322,13 +342,20 @@ async fn exceeding_the_graph_max_supersteps_fails_with_a_typed_failure() {
     graph.policies.insert("max_supersteps".into(), json!(3));
     let driven = fx.run(&graph, json!({})).await;
     assert_eq!(driven.run.status, RunStatus::Failed);
-    assert_eq!(state(&driven.run, "n"), Some(json!(3)), "limit 3 allows steps 0..2");
+    assert_eq!(
+        state(&driven.run, "n"),
+        Some(json!(3)),
+        "limit 3 allows steps 0..2"
+    );
     let failure = driven.run.failure.clone().expect("failure");
     assert_eq!(failure.code, "max_supersteps_exceeded");
     assert_eq!(failure.details["limit"], json!(3));
     let last = driven.checkpoints.last().expect("checkpoint");
     assert_eq!(last.checkpoint_type, C::RunFailed);
-    assert_eq!(last.events[0].payload["reason"], json!("max_supersteps_exceeded"));
+    assert_eq!(
+        last.events[0].payload["reason"],
+        json!("max_supersteps_exceeded")
+    );
 }
 
 #[tokio::test]

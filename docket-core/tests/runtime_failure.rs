@@ -112,7 +112,9 @@ async fn retryable_siblings_of_a_permanent_failure_are_reported_but_not_parked()
 #[tokio::test]
 async fn a_panicking_node_is_a_retryable_attempt_failure() {
     let fx = Fx::new();
-    let driven = fx.run(&single("panic", json!({}), retry(2, 5)), json!({})).await;
+    let driven = fx
+        .run(&single("panic", json!({}), retry(2, 5)), json!({}))
+        .await;
     assert_eq!(
         types(&driven),
         vec![C::RunInitialized, C::RetryScheduled, C::RunFailed]
@@ -160,20 +162,33 @@ async fn reserved_and_invalid_returns_fail_permanently_on_the_first_attempt() {
 async fn unknown_read_only_schema_invalid_and_non_portable_writes_fail_the_superstep() {
     for (outcome, expected) in [
         (json!({"nope": 1}), "unknown field \"nope\""),
-        (json!({"inp": 1}), "field \"inp\" is a run input and read-only"),
-        (json!({"x": "seven"}), "field \"x\": /: expected integer, found string"),
+        (
+            json!({"inp": 1}),
+            "field \"inp\" is a run input and read-only",
+        ),
+        (
+            json!({"x": "seven"}),
+            "field \"x\": /: expected integer, found string",
+        ),
         (json!({"x": {"$ref": 1}}), "update is not portable"),
     ] {
         let fx = Fx::new();
         let driven = fx
-            .run(&single("raw", json!({"outcome": outcome}), retry(3, 0)), json!({}))
+            .run(
+                &single("raw", json!({"outcome": outcome}), retry(3, 0)),
+                json!({}),
+            )
             .await;
         assert_eq!(driven.run.status, RunStatus::Failed, "{outcome}");
         let failure = driven.run.failure.clone().expect("failure");
         let reason = failure.details["errors"]["n"].as_str().unwrap_or_default();
         assert!(reason.starts_with("invalid_state_update: "), "{reason}");
         assert!(reason.contains(expected), "{outcome}: {reason}");
-        assert_eq!(fx.log.attempts("n"), vec![1], "invalid writes are never retried");
+        assert_eq!(
+            fx.log.attempts("n"),
+            vec![1],
+            "invalid writes are never retried"
+        );
         assert_eq!(state(&driven.run, "x"), None);
         let run_failed = &driven.checkpoints[1].events[1];
         assert_eq!(run_failed.payload["reason"], json!("node_failed"));
@@ -185,7 +200,10 @@ async fn unknown_read_only_schema_invalid_and_non_portable_writes_fail_the_super
 async fn invalid_interrupts_fail_permanently() {
     let fx = Fx::new();
     let driven = fx
-        .run(&single("approval", json!({"field": "missing"}), json!({})), json!({}))
+        .run(
+            &single("approval", json!({"field": "missing"}), json!({})),
+            json!({}),
+        )
         .await;
     let failure = driven.run.failure.clone().expect("failure");
     let reason = failure.details["errors"]["n"].as_str().unwrap_or_default();
@@ -199,7 +217,11 @@ async fn invalid_interrupts_fail_permanently() {
             json!({}),
         )
         .await;
-    assert_eq!(driven.run.status, RunStatus::Failed, "an input is not a resume field");
+    assert_eq!(
+        driven.run.status,
+        RunStatus::Failed,
+        "an input is not a resume field"
+    );
 
     let fx = Fx::new();
     let driven = fx
@@ -278,7 +300,10 @@ async fn exhausting_the_retry_budget_is_a_permanent_failure() {
 async fn without_a_retry_policy_a_retryable_error_fails_at_once() {
     let fx = Fx::new();
     let driven = fx
-        .run(&single("flaky", json!({"fail_times": 1}), json!({})), json!({}))
+        .run(
+            &single("flaky", json!({"fail_times": 1}), json!({})),
+            json!({}),
+        )
         .await;
     assert_eq!(types(&driven), vec![C::RunInitialized, C::RunFailed]);
 }
@@ -346,7 +371,11 @@ async fn a_malformed_guard_at_a_barrier_fails_the_run_with_only_run_failed() {
     let failure = failed.run.failure.clone().expect("failure");
     assert_eq!(failure.code, "guard_evaluation_failed");
     assert_eq!(failure.details["edge_id"], json!("e1"));
-    assert_eq!(state(&failed.run, "x"), None, "the barrier's writes are discarded");
+    assert_eq!(
+        state(&failed.run, "x"),
+        None,
+        "the barrier's writes are discarded"
+    );
 }
 
 #[tokio::test]

@@ -58,10 +58,19 @@ async fn every_checkpoint_is_durable_and_restorable_with_monotonic_seqs() {
         }
         let again = Fx::new();
         again.clock.advance_millis(10);
-        let restored = docket_core::inline::resume_inline(&graph, &checkpoint.run, &again.nodes, &again.options())
-            .await
-            .expect("restorable");
-        assert_eq!(restored.run.output, driven.run.output, "from seq {}", checkpoint.seq);
+        let restored = docket_core::inline::resume_inline(
+            &graph,
+            &checkpoint.run,
+            &again.nodes,
+            &again.options(),
+        )
+        .await
+        .expect("restorable");
+        assert_eq!(
+            restored.run.output, driven.run.output,
+            "from seq {}",
+            checkpoint.seq
+        );
     }
 }
 
@@ -77,8 +86,15 @@ async fn run_ids_and_metadata_are_honored() {
         .expect("inline");
     assert_eq!(driven.run.id.as_str(), "order-42");
     assert_eq!(driven.run.metadata["source"], json!("test"));
-    assert!(driven.checkpoints.iter().all(|c| c.run.id.as_str() == "order-42"));
-    assert!(fx.log.all().iter().all(|c| c.idempotency_key.starts_with("order-42:")));
+    assert!(driven
+        .checkpoints
+        .iter()
+        .all(|c| c.run.id.as_str() == "order-42"));
+    assert!(fx
+        .log
+        .all()
+        .iter()
+        .all(|c| c.idempotency_key.starts_with("order-42:")));
 }
 
 #[tokio::test]
@@ -89,7 +105,12 @@ async fn max_steps_counts_committed_non_retry_moments() {
     assert_eq!(driven.stop, Stop::MaxSteps);
     assert_eq!(
         types(&driven),
-        vec![C::RunInitialized, C::StepCommitted, C::StepCommitted, C::StepCommitted]
+        vec![
+            C::RunInitialized,
+            C::StepCommitted,
+            C::StepCommitted,
+            C::StepCommitted
+        ]
     );
     assert_eq!(driven.run.status, RunStatus::Running);
 
@@ -102,7 +123,12 @@ async fn max_steps_counts_committed_non_retry_moments() {
     let driven = fx.run(&pipeline(), json!({"n": 1})).await;
     assert_eq!(
         types(&driven),
-        vec![C::RunInitialized, C::StepCommitted, C::RetryScheduled, C::StepCommitted],
+        vec![
+            C::RunInitialized,
+            C::StepCommitted,
+            C::RetryScheduled,
+            C::StepCommitted
+        ],
         "the retry park is not counted"
     );
 }
@@ -119,8 +145,13 @@ async fn an_invalid_graph_is_a_typed_error_with_diagnostics() {
         .expect_err("invalid graph");
     assert_eq!(err.error.kind, ErrorKind::InvalidGraph);
     assert_eq!(err.error.phase, Phase::Compile);
-    let diagnostics = err.error.details["diagnostics"].as_array().cloned().unwrap_or_default();
-    assert!(diagnostics.iter().any(|d| d["code"] == json!("unknown_edge_target")));
+    let diagnostics = err.error.details["diagnostics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(diagnostics
+        .iter()
+        .any(|d| d["code"] == json!("unknown_edge_target")));
     assert!(err.checkpoints.is_empty());
     assert!(fx.log.all().is_empty());
 }
@@ -140,7 +171,9 @@ async fn invalid_inputs_fail_before_any_checkpoint_with_every_reason() {
     assert_eq!(err.error.phase, Phase::Init);
     let reasons = err.error.reasons();
     assert_eq!(reasons.len(), 3, "{reasons:?}");
-    assert!(reasons.iter().any(|r| r.contains("unknown input \"extra\"")));
+    assert!(reasons
+        .iter()
+        .any(|r| r.contains("unknown input \"extra\"")));
     assert!(reasons.iter().any(|r| r.contains("\"$bad\" is reserved")));
     assert!(reasons.iter().any(|r| r.contains("input \"n\"")));
     assert!(err.checkpoints.is_empty());
@@ -214,9 +247,18 @@ async fn step_inline_advances_exactly_one_committed_transition() {
     }
     assert_eq!(
         seen,
-        vec![C::StepCommitted, C::RetryScheduled, C::StepCommitted, C::RunCompleted]
+        vec![
+            C::StepCommitted,
+            C::RetryScheduled,
+            C::StepCommitted,
+            C::RunCompleted
+        ]
     );
-    assert_eq!(fx.sleeper.calls(), vec![10], "the not-yet-due retry was served by sleeping");
+    assert_eq!(
+        fx.sleeper.calls(),
+        vec![10],
+        "the not-yet-due retry was served by sleeping"
+    );
 }
 
 #[tokio::test]
@@ -274,8 +316,13 @@ async fn inline_options_default_to_no_step_limit_and_no_run_id() {
     let options = InlineOptions::new(fx.config.clone());
     assert_eq!(options.max_steps, None);
     assert!(options.run_id.is_none());
-    let driven = run_inline(&pipeline(), json!({"n": 0}), &fx.nodes, &options.with_sleeper(fx.sleeper.clone()))
-        .await
-        .expect("inline");
+    let driven = run_inline(
+        &pipeline(),
+        json!({"n": 0}),
+        &fx.nodes,
+        &options.with_sleeper(fx.sleeper.clone()),
+    )
+    .await
+    .expect("inline");
     assert_eq!(driven.run.status, RunStatus::Done);
 }

@@ -27,7 +27,10 @@ async fn an_interrupting_node_pauses_as_waiting_in_the_same_checkpoint() {
     let fx = Fx::new();
     let paused = fx.run(&basic(), json!({})).await;
     assert_eq!(paused.stop, Stop::Waiting);
-    assert_eq!(types(&paused), vec![C::RunInitialized, C::InterruptRequested]);
+    assert_eq!(
+        types(&paused),
+        vec![C::RunInitialized, C::InterruptRequested]
+    );
     let checkpoint = &paused.checkpoints[1];
     assert_eq!(checkpoint.run.status, RunStatus::Waiting);
     let interrupt = &paused.run.interrupts["interrupt_1"];
@@ -38,7 +41,10 @@ async fn an_interrupting_node_pauses_as_waiting_in_the_same_checkpoint() {
     assert!(paused.run.pending_nodes.contains("ask"));
     assert_eq!(paused.run.step, 1);
     assert!(
-        !checkpoint.events.iter().any(|e| e.event_type == E::NodeCompleted),
+        !checkpoint
+            .events
+            .iter()
+            .any(|e| e.event_type == E::NodeCompleted),
         "an interrupting node is not completed"
     );
 }
@@ -74,17 +80,26 @@ async fn a_resolution_writes_the_resume_field_and_re_executes_the_node() {
 #[tokio::test]
 async fn node_chosen_ids_and_schemas_are_kept() {
     let fx = Fx::new();
-    let graph = approval(json!({"field": "approved", "id": "manager-ok", "schema": {"type": "boolean", "required": true}}));
+    let graph = approval(
+        json!({"field": "approved", "id": "manager-ok", "schema": {"type": "boolean", "required": true}}),
+    );
     let paused = fx.run(&graph, json!({})).await;
     let interrupt = &paused.run.interrupts["manager-ok"];
-    assert_eq!(interrupt.schema, Some(json!({"type": "boolean", "required": true})));
-    assert_eq!(paused.run.open_interrupt_ids(), vec!["manager-ok".to_owned()]);
+    assert_eq!(
+        interrupt.schema,
+        Some(json!({"type": "boolean", "required": true}))
+    );
+    assert_eq!(
+        paused.run.open_interrupt_ids(),
+        vec!["manager-ok".to_owned()]
+    );
 }
 
 #[tokio::test]
 async fn schema_invalid_and_non_portable_resolutions_are_rejected() {
     let fx = Fx::new();
-    let graph = approval(json!({"field": "approved", "schema": {"type": "boolean", "required": true}}));
+    let graph =
+        approval(json!({"field": "approved", "schema": {"type": "boolean", "required": true}}));
     let paused = fx.run(&graph, json!({})).await;
     for (value, needle) in [
         (json!("yes"), "expected boolean"),
@@ -102,7 +117,11 @@ async fn schema_invalid_and_non_portable_resolutions_are_rejected() {
         .await
         .expect_err("invalid resolution");
         assert_eq!(err.error.kind, ErrorKind::InvalidInput, "{value}");
-        assert!(err.error.message.contains(needle), "{value}: {}", err.error.message);
+        assert!(
+            err.error.message.contains(needle),
+            "{value}: {}",
+            err.error.message
+        );
         assert!(err.checkpoints.is_empty());
     }
 }
@@ -132,16 +151,37 @@ async fn unknown_ids_and_completed_runs_are_rejected() {
     let fx = Fx::new();
     let graph = basic();
     let paused = fx.run(&graph, json!({})).await;
-    let err = resolve_interrupt_inline(&graph, &paused.run, "nope", json!(true), &fx.nodes, &fx.options())
-        .await
-        .expect_err("unknown");
+    let err = resolve_interrupt_inline(
+        &graph,
+        &paused.run,
+        "nope",
+        json!(true),
+        &fx.nodes,
+        &fx.options(),
+    )
+    .await
+    .expect_err("unknown");
     assert_eq!(err.error.kind, ErrorKind::NotFound);
-    let done = resolve_interrupt_inline(&graph, &paused.run, "interrupt_1", json!(true), &fx.nodes, &fx.options())
-        .await
-        .expect("resolve");
-    let err = resolve_interrupt_inline(&graph, &done.run, "interrupt_1", json!(true), &fx.nodes, &fx.options())
-        .await
-        .expect_err("completed");
+    let done = resolve_interrupt_inline(
+        &graph,
+        &paused.run,
+        "interrupt_1",
+        json!(true),
+        &fx.nodes,
+        &fx.options(),
+    )
+    .await
+    .expect("resolve");
+    let err = resolve_interrupt_inline(
+        &graph,
+        &done.run,
+        "interrupt_1",
+        json!(true),
+        &fx.nodes,
+        &fx.options(),
+    )
+    .await
+    .expect_err("completed");
     assert_eq!(err.error.kind, ErrorKind::InactiveRun);
 }
 
@@ -159,9 +199,16 @@ async fn a_waiting_run_resumes_via_resume_inline_and_stays_waiting() {
     assert_eq!(event.payload["resumed"], json!(true));
     assert_eq!(resumed.run.status, RunStatus::Waiting);
     assert_eq!(fx.log.count("ask"), 1, "re-initialization runs nothing");
-    let done = resolve_interrupt_inline(&graph, &resumed.run, "interrupt_1", json!(false), &fx.nodes, &fx.options())
-        .await
-        .expect("resolve after resume");
+    let done = resolve_interrupt_inline(
+        &graph,
+        &resumed.run,
+        "interrupt_1",
+        json!(false),
+        &fx.nodes,
+        &fx.options(),
+    )
+    .await
+    .expect("resolve after resume");
     assert_eq!(output(&done.run, "decision"), json!(false));
 }
 
@@ -182,7 +229,11 @@ async fn an_interrupt_with_other_runnable_work_keeps_the_run_running() {
         vec![C::RunInitialized, C::InterruptRequested, C::StepCommitted]
     );
     assert_eq!(paused.checkpoints[1].run.status, RunStatus::Running);
-    assert_eq!(paused.run.status, RunStatus::Waiting, "waits once b is done");
+    assert_eq!(
+        paused.run.status,
+        RunStatus::Waiting,
+        "waits once b is done"
+    );
     assert_eq!(state(&paused.run, "x"), Some(json!(2)));
     assert_eq!(
         paused.checkpoints[2].checkpoint_type,

@@ -122,7 +122,10 @@ fn propose_init_matches_the_host_owned_initialization_exactly() {
     expected.changed_channels = BTreeSet::from(["input:name".to_owned(), "edge:e0".to_owned()]);
     expected.checkpoint_seq = 1;
     expected.event_seq = 4;
-    assert_eq!(moment.run, expected, "the defaulted input is not materialized");
+    assert_eq!(
+        moment.run, expected,
+        "the defaulted input is not materialized"
+    );
 
     assert_eq!(
         event_types(&moment.events),
@@ -389,9 +392,11 @@ async fn a_retryable_failure_proposes_a_retry_moment_that_stays_running() {
     assert_eq!(step.checkpoint_type, C::StepCommitted);
     assert_eq!(
         step.checkpoint_metadata.get("node_attempts"),
-        Some(&json!([{"task_id": "run_1:0:a", "node_id": "a", "attempt": 2,
+        Some(
+            &json!([{"task_id": "run_1:0:a", "node_id": "a", "attempt": 2,
                       "idempotency_key": "run_1:0:a:2", "outcome": "completed",
-                      "next_scheduled_attempt": null}]))
+                      "next_scheduled_attempt": null}])
+        )
     );
     let done = fx.moment(&rtg, &step.run).await;
     assert_eq!(done.checkpoint_type, C::RunCompleted);
@@ -466,7 +471,11 @@ async fn an_active_superstep_with_no_attempt_due_parks_uncommitted() {
     };
     assert_eq!(step.checkpoint_type, C::StepCommitted);
     assert_eq!(step.disposition, Disposition::Continue);
-    assert_eq!(step.run.updated_at, Some(at(0)), "settled on the real clock");
+    assert_eq!(
+        step.run.updated_at,
+        Some(at(0)),
+        "settled on the real clock"
+    );
 }
 
 // --- #180 -------------------------------------------------------------------------------
@@ -512,11 +521,18 @@ async fn a_discarded_moment_leaves_the_committed_run_untouched_and_replans_ident
     let init = fx.start(&rtg, json!({}));
     let committed = init.run.clone();
     let first = fx.moment(&rtg, &committed).await;
-    assert_eq!(committed, init.run, "proposing never mutates the committed run");
+    assert_eq!(
+        committed, init.run,
+        "proposing never mutates the committed run"
+    );
     // The first proposal is discarded (e.g. a lost fence); the next attempt starts over from
     // the committed run and proposes the very same moment.
     drop(first.clone());
     let second = fx.moment(&rtg, &committed).await;
     assert_eq!(first, second);
-    assert_eq!(fx.log.attempts("first"), vec![1, 1], "attempts are replayed");
+    assert_eq!(
+        fx.log.attempts("first"),
+        vec![1, 1],
+        "attempts are replayed"
+    );
 }

@@ -7,8 +7,7 @@ use docket_core::model::{
     CheckpointType as C, EventType as E, Failure, Run, RunStatus, TimerKind, TimerState, ValueMap,
 };
 use docket_core::runtime::{
-    cancel_run, resolve_interrupt, Disposition, ErrorKind, Moment, Mutation, ParkKind,
-    ParkReason,
+    cancel_run, resolve_interrupt, Disposition, ErrorKind, Moment, Mutation, ParkKind, ParkReason,
 };
 use serde_json::json;
 use support::{at, doc, edge, event_types, field, node, Fx};
@@ -47,7 +46,10 @@ async fn parked(fx: &Fx) -> (RuntimeGraph, Run) {
     let step0 = fx.moment(&rtg, &init.run).await;
     let park = fx.moment(&rtg, &step0.run).await;
     assert_eq!(park.checkpoint_type, C::RetryScheduled);
-    assert_eq!(park.run.open_interrupt_ids(), vec!["interrupt_1".to_owned()]);
+    assert_eq!(
+        park.run.open_interrupt_ids(),
+        vec!["interrupt_1".to_owned()]
+    );
     (rtg, park.run)
 }
 
@@ -71,10 +73,15 @@ async fn identical_inputs_give_identical_resolution_moments() {
 async fn a_resolution_commits_three_facts_with_one_timestamp() {
     let fx = Fx::new();
     let (rtg, run) = waiting(&fx).await;
-    let moment = commit(resolve_interrupt(&rtg, &run, "interrupt_1", json!(true), at(7)).expect("resolve"));
+    let moment =
+        commit(resolve_interrupt(&rtg, &run, "interrupt_1", json!(true), at(7)).expect("resolve"));
     assert_eq!(
         event_types(&moment.events),
-        vec![E::InterruptResolved, E::ChannelUpdated, E::CheckpointCommitted]
+        vec![
+            E::InterruptResolved,
+            E::ChannelUpdated,
+            E::CheckpointCommitted
+        ]
     );
     assert!(moment.events.iter().all(|e| e.timestamp == at(7)));
     assert_eq!(moment.events[0].node_id.as_deref(), Some("ask"));
@@ -85,7 +92,10 @@ async fn a_resolution_commits_three_facts_with_one_timestamp() {
             .cloned()
             .expect("map")
     );
-    assert_eq!(moment.events[1].channel_id.as_deref(), Some("state:approved"));
+    assert_eq!(
+        moment.events[1].channel_id.as_deref(),
+        Some("state:approved")
+    );
     assert_eq!(moment.events[1].payload["writers"], json!(["ask"]));
     assert_eq!(moment.checkpoint_type, C::InterruptResolved);
     assert_eq!(moment.run.status, RunStatus::Running);
@@ -114,7 +124,8 @@ async fn not_found_and_already_resolved_are_distinct() {
     let (rtg, run) = waiting(&fx).await;
     let err = resolve_interrupt(&rtg, &run, "missing", json!(true), at(1)).expect_err("missing");
     assert_eq!(err.kind, ErrorKind::NotFound);
-    let resolved = commit(resolve_interrupt(&rtg, &run, "interrupt_1", json!(true), at(1)).expect("ok"));
+    let resolved =
+        commit(resolve_interrupt(&rtg, &run, "interrupt_1", json!(true), at(1)).expect("ok"));
     let err = resolve_interrupt(&rtg, &resolved.run, "interrupt_1", json!(true), at(2))
         .expect_err("again");
     assert_eq!(err.kind, ErrorKind::AlreadyResolved);
@@ -126,7 +137,8 @@ async fn a_terminal_run_is_checked_before_the_interrupt_lookup() {
     let (rtg, run) = waiting(&fx).await;
     let cancelled = commit(cancel_run(&run, at(1)).expect("cancel")).run;
     for id in ["interrupt_1", "missing"] {
-        let err = resolve_interrupt(&rtg, &cancelled, id, json!(true), at(2)).expect_err("inactive");
+        let err =
+            resolve_interrupt(&rtg, &cancelled, id, json!(true), at(2)).expect_err("inactive");
         assert_eq!(err.kind, ErrorKind::InactiveRun, "{id}");
     }
 }
@@ -153,7 +165,8 @@ async fn created_runs_are_rejected_by_both_signals() {
 async fn a_resolution_parks_until_the_earliest_future_deadline_of_a_parked_superstep() {
     let fx = Fx::new();
     let (rtg, run) = parked(&fx).await;
-    let moment = commit(resolve_interrupt(&rtg, &run, "interrupt_1", json!(true), at(0)).expect("resolve"));
+    let moment =
+        commit(resolve_interrupt(&rtg, &run, "interrupt_1", json!(true), at(0)).expect("resolve"));
     assert_eq!(
         moment.disposition,
         Disposition::Park {
@@ -162,7 +175,10 @@ async fn a_resolution_parks_until_the_earliest_future_deadline_of_a_parked_super
         }
     );
     assert_eq!(moment.checkpoint_metadata["wake_disposition"], json!("at"));
-    assert_eq!(moment.run.active_tasks, run.active_tasks, "the parked attempt is untouched");
+    assert_eq!(
+        moment.run.active_tasks, run.active_tasks,
+        "the parked attempt is untouched"
+    );
 }
 
 #[tokio::test]
@@ -170,7 +186,8 @@ async fn a_resolution_wakes_immediately_when_any_parked_task_is_due_or_untimed()
     let fx = Fx::new();
     let (rtg, run) = parked(&fx).await;
     // Due: the deadline has passed.
-    let due = commit(resolve_interrupt(&rtg, &run, "interrupt_1", json!(true), at(1000)).expect("due"));
+    let due =
+        commit(resolve_interrupt(&rtg, &run, "interrupt_1", json!(true), at(1000)).expect("due"));
     assert_eq!(
         due.disposition,
         Disposition::Park {
@@ -181,10 +198,15 @@ async fn a_resolution_wakes_immediately_when_any_parked_task_is_due_or_untimed()
     // Untimed: a task without a timer is always due.
     let mut untimed = run.clone();
     untimed.timers.clear();
-    let moment = commit(resolve_interrupt(&rtg, &untimed, "interrupt_1", json!(true), at(0)).expect("untimed"));
+    let moment = commit(
+        resolve_interrupt(&rtg, &untimed, "interrupt_1", json!(true), at(0)).expect("untimed"),
+    );
     assert!(matches!(
         moment.disposition,
-        Disposition::Park { kind: ParkKind::Immediate, .. }
+        Disposition::Park {
+            kind: ParkKind::Immediate,
+            ..
+        }
     ));
     // One of two tasks due is enough.
     let mut mixed = run.clone();
@@ -199,10 +221,14 @@ async fn a_resolution_wakes_immediately_when_any_parked_task_is_due_or_untimed()
         },
     );
     mixed.active_tasks.insert(extra.task_id.clone(), extra);
-    let moment = commit(resolve_interrupt(&rtg, &mixed, "interrupt_1", json!(true), at(0)).expect("mixed"));
+    let moment =
+        commit(resolve_interrupt(&rtg, &mixed, "interrupt_1", json!(true), at(0)).expect("mixed"));
     assert!(matches!(
         moment.disposition,
-        Disposition::Park { kind: ParkKind::Immediate, .. }
+        Disposition::Park {
+            kind: ParkKind::Immediate,
+            ..
+        }
     ));
 }
 
@@ -276,6 +302,7 @@ async fn a_resolution_on_another_graph_is_a_graph_mismatch() {
     let fx = Fx::new();
     let (_, run) = waiting(&fx).await;
     let other = fx.compile(&graph());
-    let err = resolve_interrupt(&other, &run, "interrupt_1", json!(true), at(1)).expect_err("mismatch");
+    let err =
+        resolve_interrupt(&other, &run, "interrupt_1", json!(true), at(1)).expect_err("mismatch");
     assert_eq!(err.kind, ErrorKind::GraphMismatch);
 }

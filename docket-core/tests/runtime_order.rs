@@ -34,7 +34,12 @@ async fn checkpoints_arrive_in_commit_order_and_completion_comes_last() {
     let driven = fx.run(&graph(), json!({})).await;
     assert_eq!(
         types(&driven),
-        vec![C::RunInitialized, C::StepCommitted, C::StepCommitted, C::RunCompleted]
+        vec![
+            C::RunInitialized,
+            C::StepCommitted,
+            C::StepCommitted,
+            C::RunCompleted
+        ]
     );
     for (i, checkpoint) in driven.checkpoints.iter().enumerate() {
         assert_eq!(checkpoint.seq, i as u64 + 1);
@@ -88,7 +93,10 @@ async fn completion_is_never_proposed_while_work_or_interrupts_remain() {
     }));
     let rtg = fx.compile(&g);
     let init = fx.start(&rtg, json!({}));
-    assert!(matches!(plan(&rtg, &init.run, at(0), None), Ok(Plan::Dispatch(_))));
+    assert!(matches!(
+        plan(&rtg, &init.run, at(0), None),
+        Ok(Plan::Dispatch(_))
+    ));
     let barrier = fx.moment(&rtg, &init.run).await;
     assert!(matches!(
         plan(&rtg, &barrier.run, at(0), None),

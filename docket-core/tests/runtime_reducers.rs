@@ -56,7 +56,10 @@ async fn accumulating_fields_expose_their_zero_in_snapshots() {
     assert_eq!(snapshot["tags"], json!([]));
     assert_eq!(snapshot["total"], json!(0));
     assert_eq!(snapshot["meta"], json!({}));
-    assert!(!snapshot.contains_key("plain"), "no zero, no default: absent");
+    assert!(
+        !snapshot.contains_key("plain"),
+        "no zero, no default: absent"
+    );
 }
 
 #[tokio::test]
@@ -75,7 +78,10 @@ async fn sum_adds_every_write_to_the_committed_total() {
 async fn merge_folds_maps_shallowly_or_deeply() {
     for (reducer, expected) in [
         (json!("merge"), json!({"a": {"y": 2}, "b": 1})),
-        (json!({"type": "merge", "deep": true}), json!({"a": {"x": 1, "y": 2}, "b": 1})),
+        (
+            json!({"type": "merge", "deep": true}),
+            json!({"a": {"x": 1, "y": 2}, "b": 1}),
+        ),
     ] {
         let fx = Fx::new();
         let graph = doc(json!({
@@ -112,7 +118,9 @@ async fn append_writes_validate_against_the_item_schema() {
     assert_eq!(driven.run.status, RunStatus::Failed);
     let reason = driven.run.failure.expect("failure").details["errors"]["bad"].clone();
     assert!(
-        reason.as_str().is_some_and(|r| r.contains("[1]") && r.contains("expected string")),
+        reason
+            .as_str()
+            .is_some_and(|r| r.contains("[1]") && r.contains("expected string")),
         "{reason}"
     );
 }
@@ -156,7 +164,11 @@ async fn interrupt_resolutions_go_through_the_reducer() {
     .await
     .expect("resolve");
     let after = &resolved.checkpoints[0].run.channels["state:notes"];
-    assert_eq!(after.value, json!(["seed", "answer"]), "appended, not replaced");
+    assert_eq!(
+        after.value,
+        json!(["seed", "answer"]),
+        "appended, not replaced"
+    );
     assert_eq!(after.version, 2);
     assert_eq!(resolved.run.status, RunStatus::Done);
 }
@@ -174,5 +186,8 @@ async fn first_value_keeps_the_first_write() {
     }));
     let driven = fx.run(&graph, json!({})).await;
     assert_eq!(state(&driven.run, "owner"), Some(json!("a")));
-    assert_eq!(driven.run.channels["state:owner"].version, 2, "still a write");
+    assert_eq!(
+        driven.run.channels["state:owner"].version, 2,
+        "still a write"
+    );
 }

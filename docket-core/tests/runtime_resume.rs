@@ -32,7 +32,12 @@ async fn resuming_a_mid_flight_run_re_emits_run_initialized_and_finishes() {
     assert_eq!(resumed.stop, Stop::Terminal);
     assert_eq!(
         types(&resumed),
-        vec![C::RunInitialized, C::StepCommitted, C::StepCommitted, C::RunCompleted]
+        vec![
+            C::RunInitialized,
+            C::StepCommitted,
+            C::StepCommitted,
+            C::RunCompleted
+        ]
     );
     let reinit = &resumed.checkpoints[0];
     assert_eq!(reinit.seq, saved.checkpoint_seq + 1);
@@ -52,7 +57,11 @@ async fn resuming_an_older_checkpoint_re_executes_the_uncommitted_superstep() {
     let resumed = resume_inline(&graph, &older, &fx.nodes, &fx.options())
         .await
         .expect("resume");
-    assert_eq!(fx.log.count("z"), 2, "the superstep after the checkpoint runs again");
+    assert_eq!(
+        fx.log.count("z"),
+        2,
+        "the superstep after the checkpoint runs again"
+    );
     assert_eq!(output(&resumed.run, "c"), json!(3));
 }
 
@@ -95,7 +104,10 @@ async fn process_startup_is_not_graph_progress() {
     expected.updated_at = Some(at(42));
     expected.checkpoint_seq += 1;
     expected.event_seq += 2;
-    assert_eq!(moment.run, expected, "only updated_at and the counters change");
+    assert_eq!(
+        moment.run, expected,
+        "only updated_at and the counters change"
+    );
     assert_eq!(moment.run.status, RunStatus::Running);
     assert_eq!(moment.events.len(), 2);
 }

@@ -34,7 +34,11 @@ async fn sibling_results_park_invisibly_until_the_barrier_and_run_once() {
     let init = fx.start(&rtg, json!({}));
     let park = fx.moment(&rtg, &init.run).await;
     assert_eq!(park.checkpoint_type, C::RetryScheduled);
-    assert_eq!(state(&park.run, "s"), None, "a parked write is not a channel value");
+    assert_eq!(
+        state(&park.run, "s"),
+        None,
+        "a parked write is not a channel value"
+    );
     assert_eq!(park.run.pending_writes.len(), 1);
     assert_eq!(park.run.pending_writes[0].node_id, "steady");
     assert!(matches!(
@@ -62,11 +66,19 @@ async fn sibling_results_park_invisibly_until_the_barrier_and_run_once() {
         .events
         .iter()
         .filter(|e| e.event_type == E::NodeCompleted)
-        .map(|e| (e.node_id.clone().unwrap_or_default(), e.payload["attempt"].clone()))
+        .map(|e| {
+            (
+                e.node_id.clone().unwrap_or_default(),
+                e.payload["attempt"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         completed,
-        vec![("flaky".to_owned(), json!(2)), ("steady".to_owned(), json!(1))]
+        vec![
+            ("flaky".to_owned(), json!(2)),
+            ("steady".to_owned(), json!(1))
+        ]
     );
     assert_eq!(state(&barrier.run, "s"), Some(json!(2)));
     assert_eq!(state(&barrier.run, "f"), Some(json!(1)));
@@ -122,7 +134,11 @@ async fn a_crash_during_backoff_resumes_at_the_parked_attempt_without_rerunning_
     assert_eq!(calls[0].node_id, "flaky");
     assert_eq!(calls[0].attempt, 2);
     assert_eq!(calls[0].idempotency_key, "run_1:0:flaky:2");
-    assert_eq!(after.log.count("steady"), 0, "the parked sibling is never re-run");
+    assert_eq!(
+        after.log.count("steady"),
+        0,
+        "the parked sibling is never re-run"
+    );
 }
 
 #[tokio::test]
@@ -259,7 +275,11 @@ async fn an_interrupt_resolved_mid_park_does_not_change_the_parked_snapshot() {
     let init = fx.start(&rtg, json!({}));
     let step0 = fx.moment(&rtg, &init.run).await;
     assert_eq!(step0.checkpoint_type, C::InterruptRequested);
-    assert_eq!(step0.run.status, RunStatus::Running, "work is still runnable");
+    assert_eq!(
+        step0.run.status,
+        RunStatus::Running,
+        "work is still runnable"
+    );
     let park = fx.moment(&rtg, &step0.run).await;
     assert_eq!(park.checkpoint_type, C::RetryScheduled);
 
@@ -289,5 +309,8 @@ async fn an_interrupt_resolved_mid_park_does_not_change_the_parked_snapshot() {
     let rerun = fx.moment(&rtg, &barrier.run).await;
     assert_eq!(rerun.checkpoint_type, C::StepCommitted);
     assert_eq!(fx.log.count("ask"), 2);
-    assert_eq!(fx.log.snapshots("ask")[1].get("approved"), Some(&json!(true)));
+    assert_eq!(
+        fx.log.snapshots("ask")[1].get("approved"),
+        Some(&json!(true))
+    );
 }

@@ -101,7 +101,10 @@ async fn a_timeout_is_retryable_within_the_budget() {
     let fx = Fx::new().max_attempt_ms(30);
     let driven = fx
         .run(
-            &one("never", json!({"retry": {"max_attempts": 2, "backoff_ms": 5}})),
+            &one(
+                "never",
+                json!({"retry": {"max_attempts": 2, "backoff_ms": 5}}),
+            ),
             json!({}),
         )
         .await;
@@ -139,7 +142,11 @@ async fn a_timeout_above_the_host_maximum_rejects_the_graph_before_anything_runs
         .await
         .expect_err("incompatible");
     assert_eq!(err.error.kind, ErrorKind::IncompatibleExecutionPolicy);
-    assert_eq!(err.error.node_id.as_deref(), Some("b"), "the first offender by id");
+    assert_eq!(
+        err.error.node_id.as_deref(),
+        Some("b"),
+        "the first offender by id"
+    );
     assert_eq!(err.error.details["timeout_ms"], json!(101));
     assert_eq!(err.error.details["max_attempt_elapsed_ms"], json!(100));
     assert!(err.checkpoints.is_empty());

@@ -165,3 +165,74 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
         "non-string panic payload".to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{NodePolicies, RuntimeNode};
+    use crate::model::RunId;
+    use crate::runtime::PlannedSnapshot;
+
+    fn activation(timeout_ms: Option<u64>) -> Activation {
+        let node = RuntimeNode {
+            public_id: "a".into(),
+            runtime_id: "node:a".into(),
+            implementation: "missing".into(),
+            config: ValueMap::new(),
+            subscribe: vec![],
+            outgoing_edges: vec![],
+            policies: ValueMap::new(),
+            metadata: ValueMap::new(),
+        };
+        let base = PlannedSnapshot::new(
+            RunId::new("r").expect("id"),
+            0,
+            ValueMap::new(),
+            Default::default(),
+        );
+        Activation::fresh(
+            &base,
+            &node,
+            NodePolicies {
+                timeout_ms,
+                ..NodePolicies::default()
+            },
+        )
+    }
+
+    #[test]
+    fn the_effective_timeout_is_the_node_timeout_capped_by_the_host() {
+        assert_eq!(effective_timeout_ms(&activation(None), 2_000), 2_000);
+        assert_eq!(effective_timeout_ms(&activation(Some(50)), 2_000), 50);
+        assert_eq!(effective_timeout_ms(&activation(Some(5_000)), 2_000), 2_000);
+    }
+
+    #[tokio::test]
+    async fn an_unregistered_implementation_fails_before_anything_runs() {
+        let step = Superstep {
+            run_id: RunId::new("r").expect("id"),
+            step: 0,
+            activations: vec![activation(None)],
+            remaining_active: false,
+        };
+        let err = execute(&step, &NodeRegistry::new(), &ValueMap::new(), 10)
+            .await
+            .expect_err("missing");
+        assert_eq!(err.kind, ErrorKind::RuntimeUnavailable);
+        assert_eq!(err.node_id.as_deref(), Some("a"));
+    }
+
+    #[tokio::test]
+    async fn an_empty_superstep_executes_nothing() {
+        let step = Superstep {
+            run_id: RunId::new("r").expect("id"),
+            step: 0,
+            activations: vec![],
+            remaining_active: true,
+        };
+        assert_eq!(
+            execute(&step, &NodeRegistry::new(), &ValueMap::new(), 10).await,
+            Ok(vec![])
+        );
+    }
+}

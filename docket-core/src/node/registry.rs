@@ -100,3 +100,54 @@ impl NodeContracts for NodeRegistry {
         self.nodes.get(implementation).map(|n| n.config_schema())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::graph::Schema;
+    use crate::node::{FnNode, NodeOutcome};
+
+    fn noop() -> FnNode<
+        impl Fn(
+                &crate::model::ValueMap,
+                &crate::model::ValueMap,
+                &crate::node::NodeContext,
+            ) -> NodeOutcome
+            + Send
+            + Sync
+            + 'static,
+    > {
+        FnNode::new(|_, _, _| NodeOutcome::Update(crate::model::ValueMap::new()))
+    }
+
+    #[test]
+    fn names_are_unique_and_non_empty() {
+        let mut registry = NodeRegistry::new();
+        registry.register("std.set", noop()).expect("first");
+        let err = registry.register("std.set", noop()).expect_err("duplicate");
+        assert_eq!(err.kind, ErrorKind::InvalidOptions);
+        assert!(registry.register("", noop()).is_err());
+        assert!(registry.register("a\nb", noop()).is_err());
+        assert_eq!(registry.names().collect::<Vec<_>>(), vec!["std.set"]);
+        assert!(registry.get("std.set").is_some());
+        assert!(registry.get("other").is_none());
+    }
+
+    #[test]
+    fn the_registry_answers_the_compiler_with_config_schemas() {
+        let schema = json!({"type": "object", "fields": {"n": {"type": "integer", "default": 1}}});
+        let registry = NodeRegistry::new()
+            .with("n", noop().with_config_schema(schema.clone()))
+            .expect("register")
+            .with("open", noop())
+            .expect("register");
+        assert_eq!(NodeContracts::config_schema(&registry, "n"), Some(schema));
+        assert_eq!(NodeContracts::config_schema(&registry, "missing"), None);
+        let open = NodeContracts::config_schema(&registry, "open").expect("schema");
+        let parsed = Schema::parse(&open).expect("the default schema is valid");
+        assert!(parsed.validate(&json!({"anything": [1, 2]})).is_ok());
+        assert!(format!("{registry:?}").contains("open"));
+    }
+}

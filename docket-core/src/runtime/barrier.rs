@@ -267,3 +267,81 @@ fn fresh_interrupt_id(
         "the id generator returned no valid, unused interrupt id",
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::Interrupt;
+    use crate::runtime::testing::{rtg, started, t};
+
+    #[derive(Debug)]
+    struct Stuck;
+
+    impl IdGenerator for Stuck {
+        fn generate(&self, _: IdKind) -> String {
+            "taken".into()
+        }
+    }
+
+    fn interrupt_write(node: &str) -> PendingWrite {
+        PendingWrite {
+            task_id: format!("run_1:0:{node}"),
+            node_id: node.into(),
+            attempt: 1,
+            write: PendingWriteKind::Interrupt {
+                interrupt: Interrupt::new("f"),
+            },
+        }
+    }
+
+    #[test]
+    fn an_id_generator_that_only_repeats_itself_is_an_error_not_a_collision() {
+        let g = rtg(json!({"fields": {"f": {"schema": {"type": "boolean"}}}}));
+        let run = started(&g, json!({}));
+        let once = barrier(&g, &run, vec![interrupt_write("a")], t(1), &Stuck).expect("first");
+        assert!(once.run.interrupts.contains_key("taken"));
+        let err = barrier(
+            &g,
+            &run,
+            vec![interrupt_write("a"), interrupt_write("b")],
+            t(1),
+            &Stuck,
+        )
+        .expect_err("second id collides");
+        assert_eq!(err.kind, ErrorKind::InvalidOptions);
+    }
+
+    #[test]
+    fn a_re_triggered_activation_keeps_its_value() {
+        let g = rtg(json!({
+            "nodes": {"a": {"implementation": "set"}},
+            "edges": {"e0": {"from": "$start", "to": "a"}, "again": {"from": "a", "to": "a"}},
+        }));
+        let mut run = started(&g, json!({}));
+        let write = |run: &Run| PendingWrite {
+            task_id: format!("run_1:{}:a", run.step),
+            node_id: "a".into(),
+            attempt: 1,
+            write: PendingWriteKind::Update {
+                value: ValueMap::new(),
+            },
+        };
+        let ids = crate::runtime::SequentialIds::new();
+        for _ in 0..2 {
+            run = barrier(&g, &run, vec![write(&run)], t(1), &ids)
+                .expect("barrier")
+                .run;
+            let again = &run.channels["edge:again"];
+            assert_eq!(again.value, json!(true));
+        }
+        assert_eq!(run.channels["edge:again"].version, 2);
+        assert_eq!(
+            run.channels["edge:e0"].value,
+            Value::Null,
+            "consumed activation cleared"
+        );
+        assert_eq!(run.channels["edge:e0"].version, 1);
+    }
+}

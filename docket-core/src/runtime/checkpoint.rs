@@ -35,3 +35,35 @@ impl Checkpoint {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::testing::{rtg, t};
+    use crate::runtime::{build_initial_run, propose_init, InitProposal, SequentialIds};
+
+    #[test]
+    fn a_checkpoint_mirrors_its_committed_moment() {
+        let g = rtg(json!({}));
+        let run = build_initial_run(
+            &g,
+            ValueMap::new(),
+            None,
+            ValueMap::new(),
+            &SequentialIds::new(),
+        )
+        .expect("build");
+        let InitProposal::Moment(m) = propose_init(&g, &run, t(3)).expect("init") else {
+            panic!("moment");
+        };
+        let c = Checkpoint::from_moment(&m);
+        assert_eq!(c.seq, 1);
+        assert_eq!(c.checkpoint_type, CheckpointType::RunInitialized);
+        assert_eq!(c.created_at, t(3));
+        assert_eq!(c.metadata, m.checkpoint_metadata);
+        assert_eq!(c.events, m.events);
+        assert_eq!(c.run, m.run);
+    }
+}

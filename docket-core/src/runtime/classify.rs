@@ -95,3 +95,78 @@ pub fn classify(activation: &Activation, outcome: AttemptOutcome) -> Class {
         AttemptOutcome::Failed { reason, .. } => Class::Permanent(reason),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::RetryPolicy;
+    use crate::model::RunId;
+    use crate::runtime::activation::{Activation, PlannedSnapshot};
+
+    fn activation(attempt: u32, max_attempts: u32) -> Activation {
+        let node = crate::graph::RuntimeNode {
+            public_id: "a".into(),
+            runtime_id: "node:a".into(),
+            implementation: "set".into(),
+            config: ValueMap::new(),
+            subscribe: vec![],
+            outgoing_edges: vec![],
+            policies: ValueMap::new(),
+            metadata: ValueMap::new(),
+        };
+        let base = PlannedSnapshot::new(
+            RunId::new("r").expect("id"),
+            0,
+            ValueMap::new(),
+            Default::default(),
+        );
+        let mut a = Activation::fresh(&base, &node, crate::graph::NodePolicies::default());
+        a.attempt = attempt;
+        a.retry = RetryPolicy {
+            max_attempts,
+            backoff_ms: 0,
+        };
+        a
+    }
+
+    #[test]
+    fn a_retryable_failure_retries_only_while_attempts_remain() {
+        let flaky = AttemptOutcome::retryable("x");
+        assert_eq!(
+            classify(&activation(1, 3), flaky.clone()),
+            Class::Retry("x".into())
+        );
+        assert_eq!(
+            classify(&activation(2, 3), flaky.clone()),
+            Class::Retry("x".into())
+        );
+        assert_eq!(
+            classify(&activation(3, 3), flaky.clone()),
+            Class::Permanent("x".into())
+        );
+        assert_eq!(
+            classify(&activation(1, 1), flaky),
+            Class::Permanent("x".into())
+        );
+        assert_eq!(
+            classify(&activation(1, 3), AttemptOutcome::permanent("y")),
+            Class::Permanent("y".into())
+        );
+    }
+
+    #[test]
+    fn a_parked_next_attempt_carries_the_failure_history() {
+        let mut first = activation(1, 3);
+        let parked = first.parked_next("boom");
+        assert_eq!(parked.attempt, 2);
+        assert_eq!(parked.idempotency_key, "r:0:a:2");
+        assert_eq!(parked.failures.len(), 1);
+        first.attempt = 2;
+        first.failures = parked.failures.clone();
+        let again = first.parked_next("bang");
+        assert_eq!(
+            again.failures.iter().map(|f| f.attempt).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+    }
+}

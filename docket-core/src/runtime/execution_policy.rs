@@ -42,3 +42,41 @@ pub fn check_execution_policy(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::testing::rtg;
+
+    #[test]
+    fn the_first_offender_by_public_id_is_reported_and_broken_policies_are_skipped() {
+        let mut g = rtg(json!({
+            "nodes": {
+                "z": {"implementation": "set", "policies": {"timeout_ms": 900}},
+                "m": {"implementation": "set", "policies": {"timeout_ms": 700}},
+                "a": {"implementation": "set", "policies": {"timeout_ms": 100}},
+            },
+            "edges": {
+                "e0": {"from": "$start", "to": "a"},
+                "e1": {"from": "$start", "to": "m"},
+                "e2": {"from": "$start", "to": "z"},
+            },
+        }));
+        let err = check_execution_policy(&g, 500).expect_err("m and z exceed");
+        assert_eq!(err.node_id.as_deref(), Some("m"));
+        assert_eq!(err.kind, ErrorKind::IncompatibleExecutionPolicy);
+        assert!(check_execution_policy(&g, 900).is_ok(), "equal is allowed");
+        if let Some(node) = g.nodes.get_mut("node:m") {
+            node.policies.insert("on_error".into(), json!("x"));
+        }
+        assert_eq!(
+            check_execution_policy(&g, 500)
+                .expect_err("z still exceeds")
+                .node_id
+                .as_deref(),
+            Some("z")
+        );
+    }
+}

@@ -89,3 +89,48 @@ pub fn input_map(value: Value) -> Result<ValueMap, RuntimeError> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::testing::rtg;
+
+    #[test]
+    fn every_input_problem_is_reported_at_once() {
+        let g = rtg(json!({
+            "inputs": {
+                "a": {"schema": {"type": "integer"}, "required": true},
+                "b": {"schema": {"type": "string", "min_length": 2}},
+            },
+            "fields": {"f": {"schema": {"type": "integer"}}},
+        }));
+        let input = json!({"b": "x", "f": 1, "zzz": 2})
+            .as_object()
+            .cloned()
+            .expect("map");
+        let err = validate_input(&g, &input).expect_err("invalid");
+        assert_eq!(err.kind, ErrorKind::InvalidInput);
+        let reasons = err.reasons();
+        assert_eq!(reasons.len(), 4, "{reasons:?}");
+        assert!(
+            reasons.iter().any(|r| r.contains("unknown input \"f\"")),
+            "a field is not an input"
+        );
+        assert!(reasons.iter().any(|r| r.contains("required input \"a\"")));
+        let ok = json!({"a": 1}).as_object().cloned().expect("map");
+        assert!(validate_input(&g, &ok).is_ok());
+    }
+
+    #[test]
+    fn only_null_and_maps_are_inputs() {
+        assert_eq!(input_map(Value::Null), Ok(ValueMap::new()));
+        assert!(input_map(json!({"a": 1})).is_ok());
+        let err = input_map(json!("x")).expect_err("not a map");
+        assert_eq!(
+            err.reasons(),
+            vec!["expected a map, found string".to_owned()]
+        );
+    }
+}

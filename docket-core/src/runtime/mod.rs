@@ -30,6 +30,8 @@ pub mod sequencing;
 mod settle;
 mod state_view;
 mod terminal;
+#[cfg(test)]
+mod testing;
 mod triggers;
 mod writes;
 mod yield_moment;

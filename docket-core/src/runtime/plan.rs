@@ -225,3 +225,111 @@ fn invalid_policy(node_id: &str, reasons: Vec<String>) -> Failure {
         .with_detail("reasons", reasons),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::{InterruptState, InterruptStatus, RunId};
+    use crate::runtime::testing::{rtg, set, started, t};
+
+    fn graph() -> RuntimeGraph {
+        rtg(json!({
+            "fields": {"x": {"schema": {"type": "integer"}}},
+            "nodes": {"a": set(json!({"x": 1})), "b": set(json!({}))},
+            "edges": {"e0": {"from": "$start", "to": "a"}, "e1": {"from": "a", "to": "b"}},
+        }))
+    }
+
+    #[test]
+    fn created_terminal_and_foreign_runs() {
+        let g = graph();
+        let run = started(&g, json!({}));
+        let mut created = run.clone();
+        created.status = RunStatus::Created;
+        let err = plan(&g, &created, t(0), None).expect_err("created");
+        assert_eq!(err.kind, ErrorKind::InvalidRun);
+        let mut done = run.clone();
+        done.status = RunStatus::Cancelled;
+        assert_eq!(plan(&g, &done, t(0), None), Ok(Plan::Terminal));
+        let mut foreign = run;
+        foreign.graph_hash = crate::model::GraphHash::new("other").expect("hash");
+        let err = plan(&g, &foreign, t(0), None).expect_err("foreign");
+        assert_eq!(err.kind, ErrorKind::GraphMismatch);
+    }
+
+    #[test]
+    fn candidates_skip_interrupted_nodes_and_include_owed_ones() {
+        let g = graph();
+        let mut run = started(&g, json!({}));
+        assert_eq!(candidates(&g, &run), (vec!["a".to_owned()], vec![]));
+        run.pending_nodes.insert("b".into());
+        run.interrupts.insert(
+            "i".into(),
+            InterruptState {
+                id: "i".into(),
+                node_id: "a".into(),
+                status: InterruptStatus::Open,
+                resume_channel: "x".into(),
+                schema: None,
+                created_at: t(0),
+                resolved_at: None,
+                metadata: ValueMap::new(),
+            },
+        );
+        assert_eq!(
+            candidates(&g, &run),
+            (vec!["b".to_owned()], vec!["i".to_owned()])
+        );
+    }
+
+    #[test]
+    fn an_owed_node_the_graph_does_not_know_fails_the_run() {
+        let g = graph();
+        let mut run = started(&g, json!({}));
+        run.pending_nodes.insert("ghost".into());
+        match plan(&g, &run, t(0), None) {
+            Ok(Plan::Fail(failure)) => {
+                assert_eq!(failure.code, "invalid_run");
+                assert_eq!(failure.node_id.as_deref(), Some("ghost"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_graph_limit_wins_over_the_host_fallback() {
+        let g = graph();
+        let mut run = started(&g, json!({}));
+        run.step = 2;
+        assert!(matches!(plan(&g, &run, t(0), Some(2)), Ok(Plan::Fail(_))));
+        assert!(matches!(
+            plan(&g, &run, t(0), Some(3)),
+            Ok(Plan::Dispatch(_))
+        ));
+        let mut bounded = g.clone();
+        bounded.max_supersteps = Some(5);
+        assert!(matches!(
+            plan(&bounded, &run, t(0), Some(1)),
+            Ok(Plan::Dispatch(_))
+        ));
+    }
+
+    #[test]
+    fn a_fresh_superstep_identifies_its_activations_from_committed_state() {
+        let g = graph();
+        let run = started(&g, json!({}));
+        let Ok(Plan::Dispatch(step)) = plan(&g, &run, t(0), None) else {
+            panic!("dispatch");
+        };
+        assert_eq!(step.run_id, RunId::new("run_1").expect("id"));
+        assert!(!step.remaining_active);
+        let a = &step.activations[0];
+        assert_eq!(
+            (a.task_id.as_str(), a.attempt, a.implementation.as_str()),
+            ("run_1:0:a", 1, "set")
+        );
+        assert_eq!(a.source_versions.get("x"), Some(&0));
+    }
+}

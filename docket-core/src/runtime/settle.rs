@@ -285,3 +285,82 @@ pub fn node_failed(
 fn options(message: impl Into<String>) -> RuntimeError {
     RuntimeError::new(ErrorKind::InvalidOptions, Phase::Settle, message)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::classify::AttemptOutcome;
+    use crate::runtime::plan::plan;
+    use crate::runtime::testing::{rtg, set, started, t};
+    use crate::runtime::SequentialIds;
+
+    fn setup() -> (RuntimeGraph, Run, Plan) {
+        let g = rtg(json!({
+            "nodes": {"a": set(json!({})), "b": set(json!({}))},
+            "edges": {"e0": {"from": "$start", "to": "a"}, "e1": {"from": "$start", "to": "b"}},
+        }));
+        let run = started(&g, json!({}));
+        let p = plan(&g, &run, t(0), None).expect("plan");
+        (g, run, p)
+    }
+
+    fn ok(p: &Plan) -> Vec<AttemptResult> {
+        let Plan::Dispatch(s) = p else {
+            panic!("dispatch")
+        };
+        s.activations
+            .iter()
+            .map(|a| AttemptResult::of(a, AttemptOutcome::Update(ValueMap::new())))
+            .collect()
+    }
+
+    #[test]
+    fn results_must_match_the_activations_one_to_one() {
+        let (g, run, p) = setup();
+        let ids = SequentialIds::new();
+        let results = ok(&p);
+        assert!(settle(&g, &run, &p, &results, t(1), &ids).is_ok());
+        let err = settle(&g, &run, &p, &results[..1], t(1), &ids).expect_err("missing");
+        assert_eq!(err.kind, ErrorKind::InvalidOptions);
+        let mut wrong_attempt = results.clone();
+        wrong_attempt[0].attempt = 2;
+        assert!(settle(&g, &run, &p, &wrong_attempt, t(1), &ids).is_err());
+        let mut duplicated = results.clone();
+        duplicated[1] = duplicated[0].clone();
+        assert!(settle(&g, &run, &p, &duplicated, t(1), &ids).is_err());
+    }
+
+    #[test]
+    fn plans_without_a_moment_or_for_another_step_cannot_be_settled() {
+        let (g, run, p) = setup();
+        let ids = SequentialIds::new();
+        for nothing in [
+            Plan::Terminal,
+            Plan::Wait {
+                interrupt_ids: vec![],
+            },
+            Plan::Park {
+                resume_at: t(0),
+                wait_ms: 0,
+            },
+        ] {
+            let err = settle(&g, &run, &nothing, &[], t(1), &ids).expect_err("nothing");
+            assert_eq!(err.kind, ErrorKind::InvalidOptions);
+        }
+        assert!(settle(&g, &run, &Plan::Complete, &ok(&p), t(1), &ids).is_err());
+        let mut later = run.clone();
+        later.step = 3;
+        assert!(settle(&g, &later, &p, &ok(&p), t(1), &ids).is_err());
+    }
+
+    #[test]
+    fn settlement_happens_at_the_given_instant() {
+        let (g, run, p) = setup();
+        let moment = settle(&g, &run, &p, &ok(&p), t(9), &SequentialIds::new()).expect("barrier");
+        assert_eq!(moment.run.updated_at, Some(t(9)));
+        assert_eq!(moment.proposed_at, t(9));
+        assert_eq!(moment.run.step, 1);
+    }
+}

@@ -62,3 +62,43 @@ pub fn current_value<'a>(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::testing::rtg;
+
+    #[test]
+    fn views_show_committed_values_non_null_defaults_and_every_version() {
+        let g = rtg(json!({
+            "inputs": {"i": {"schema": {"type": "string"}, "default": "d"}},
+            "fields": {
+                "plain": {"schema": {"type": "integer"}},
+                "nulled": {"schema": {"type": "integer"}, "default": null},
+                "n": {"schema": {"type": "integer"}, "reducer": "sum"},
+                "w": {"schema": {"type": "integer"}},
+            },
+        }));
+        let mut channels = BTreeMap::new();
+        channels.insert(
+            "state:w".to_owned(),
+            ChannelState {
+                channel_id: "state:w".into(),
+                value: Value::Null,
+                version: 3,
+                barrier_seen: vec![],
+            },
+        );
+        let view = state_view(&g, &channels, BTreeSet::new());
+        assert_eq!(
+            Value::Object(view.values),
+            json!({"i": "d", "n": 0, "w": null}),
+            "a written null is a value; an unwritten null default is absent"
+        );
+        assert_eq!(view.versions.len(), 5);
+        assert_eq!(view.versions["w"], 3);
+        assert_eq!(view.versions["plain"], 0);
+    }
+}

@@ -126,3 +126,56 @@ pub fn bump(channels: &mut BTreeMap<String, ChannelState>, channel_id: &str) {
     channel.value = Value::Bool(true);
     channel.version += 1;
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::testing::{rtg, set};
+
+    fn join_graph() -> RuntimeGraph {
+        rtg(json!({
+            "nodes": {"a": set(json!({})), "b": set(json!({})), "c": set(json!({})), "j": set(json!({}))},
+            "edges": {
+                "e0": {"from": "$start", "to": "a"}, "e1": {"from": "$start", "to": "b"},
+                "e2": {"from": "$start", "to": "c"},
+                "join": {"from": ["c", "b", "a"], "to": "j"},
+            },
+        }))
+    }
+
+    #[test]
+    fn a_barrier_accumulates_sorted_completions_until_every_source_completed() {
+        let g = join_graph();
+        let mut channels = BTreeMap::new();
+        let none = BTreeSet::new();
+        let completed = |ids: &[&str]| ids.iter().map(|s| (*s).to_owned()).collect();
+        let fired =
+            fire_after_barrier(&g, &mut channels, &completed(&["c", "a"]), &none).expect("fires");
+        assert_eq!(fired, Fired::default());
+        assert_eq!(channels["edge:join"].barrier_seen, vec!["a", "c"]);
+        assert_eq!(channels["edge:join"].version, 0);
+        let fired =
+            fire_after_barrier(&g, &mut channels, &completed(&["a"]), &none).expect("fires");
+        assert!(
+            fired.to_nodes.is_empty(),
+            "a repeated source does not complete the set"
+        );
+        let fired =
+            fire_after_barrier(&g, &mut channels, &completed(&["b"]), &none).expect("fires");
+        assert_eq!(fired.to_nodes, vec![("join".to_owned(), "j".to_owned())]);
+        assert!(channels["edge:join"].barrier_seen.is_empty());
+        assert_eq!(channels["edge:join"].version, 1);
+        assert_eq!(channels["edge:join"].value, json!(true));
+    }
+
+    #[test]
+    fn an_absent_guard_passes_and_a_malformed_one_is_reported() {
+        let view = crate::graph::StateView::default();
+        assert_eq!(passes(None, &view, "e"), Ok(true));
+        let err = passes(Some(&json!({"op": "?"})), &view, "e").expect_err("bad");
+        assert_eq!(err.edge_id, "e");
+        assert_eq!(err.reasons.len(), 1);
+    }
+}

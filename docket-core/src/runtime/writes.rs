@@ -132,3 +132,55 @@ pub fn invalid_update_reason(reasons: &[String]) -> String {
 pub fn invalid_interrupt_reason(reasons: &[String]) -> String {
     format!("invalid_interrupt: {}", reasons.join("; "))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::testing::{rtg, started};
+
+    fn graph() -> RuntimeGraph {
+        rtg(json!({
+            "inputs": {"i": {"schema": {"type": "integer"}}},
+            "fields": {
+                "n": {"schema": {"type": "integer"}},
+                "tags": {"schema": {"type": "list", "item": {"type": "string"}}, "reducer": "append"},
+            },
+        }))
+    }
+
+    fn map(v: Value) -> ValueMap {
+        v.as_object().cloned().expect("map")
+    }
+
+    #[test]
+    fn updates_collect_every_reason() {
+        let g = graph();
+        assert!(validate_update(&g, &map(json!({"n": 1, "tags": "x"}))).is_ok());
+        let reasons = validate_update(&g, &map(json!({"n": "1", "i": 2, "q": 3, "tags": [1]})))
+            .expect_err("invalid");
+        assert_eq!(reasons.len(), 4, "{reasons:?}");
+        assert!(invalid_update_reason(&reasons).starts_with("invalid_state_update: "));
+    }
+
+    #[test]
+    fn interrupts_are_stamped_and_their_ids_reserved() {
+        let g = graph();
+        let run = started(&g, json!({}));
+        let mut taken = BTreeSet::new();
+        let mut request = Interrupt::new("n");
+        request.id = Some("ask".into());
+        request.node_id = Some("impostor".into());
+        let stamped = validate_interrupt(&g, &run, "a", &request, &mut taken).expect("valid");
+        assert_eq!(stamped.node_id.as_deref(), Some("a"));
+        assert!(taken.contains("ask"));
+        let again = validate_interrupt(&g, &run, "b", &request, &mut taken).expect_err("taken");
+        assert!(again[0].contains("already exists"));
+        let mut bad = Interrupt::new("i");
+        bad.id = Some(String::new());
+        bad.schema = Some(json!({"type": "nope"}));
+        let reasons = validate_interrupt(&g, &run, "a", &bad, &mut taken).expect_err("invalid");
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+    }
+}

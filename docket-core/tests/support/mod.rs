@@ -60,13 +60,19 @@ impl Fx {
 
     /// Sets the host attempt ceiling.
     pub fn max_attempt_ms(mut self, ms: u64) -> Self {
-        self.config = self.config.with_max_attempt_elapsed_ms(ms).expect("positive");
+        self.config = self
+            .config
+            .with_max_attempt_elapsed_ms(ms)
+            .expect("positive");
         self
     }
 
     /// Sets the host superstep fallback.
     pub fn host_max_supersteps(mut self, limit: u64) -> Self {
-        self.config = self.config.with_max_supersteps(Some(limit)).expect("positive");
+        self.config = self
+            .config
+            .with_max_supersteps(Some(limit))
+            .expect("positive");
         self
     }
 
@@ -179,7 +185,9 @@ pub fn event_types(events: &[Event]) -> Vec<EventType> {
 
 /// The committed value of state field `id` (or `None`).
 pub fn state(run: &Run, id: &str) -> Option<Value> {
-    run.channels.get(&format!("state:{id}")).map(|c| c.value.clone())
+    run.channels
+        .get(&format!("state:{id}"))
+        .map(|c| c.value.clone())
 }
 
 /// `run.output[key]`.

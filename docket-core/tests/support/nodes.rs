@@ -124,7 +124,10 @@ pub struct Flaky;
 #[async_trait]
 impl Node for Flaky {
     async fn call(&self, _: &ValueMap, config: &ValueMap, ctx: &NodeContext) -> NodeOutcome {
-        let fail_times = config.get("fail_times").and_then(Value::as_u64).unwrap_or(0);
+        let fail_times = config
+            .get("fail_times")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
         if u64::from(ctx.attempt) <= fail_times {
             let reason = config
                 .get("reason")
@@ -191,7 +194,10 @@ pub struct Echo;
 #[async_trait]
 impl Node for Echo {
     async fn call(&self, state: &ValueMap, config: &ValueMap, _: &NodeContext) -> NodeOutcome {
-        let field = config.get("field").and_then(Value::as_str).unwrap_or("seen");
+        let field = config
+            .get("field")
+            .and_then(Value::as_str)
+            .unwrap_or("seen");
         NodeOutcome::update(json!({ field: Value::Object(state.clone()) }))
     }
 }

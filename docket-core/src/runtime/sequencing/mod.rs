@@ -129,3 +129,107 @@ pub fn sequence(
         pending_attempts: pending,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::{CheckpointType, EventType, GraphHash, GraphId, RunId, Timestamp};
+
+    fn run() -> Run {
+        let mut run = Run::new_created(
+            RunId::new("r").expect("id"),
+            GraphId::new("g").expect("id"),
+            GraphHash::new("h").expect("hash"),
+            ValueMap::new(),
+            ValueMap::new(),
+        );
+        run.checkpoint_seq = 4;
+        run.event_seq = 10;
+        run.step = 3;
+        run
+    }
+
+    #[test]
+    fn events_are_numbered_after_event_seq_and_closed_by_one_checkpoint() {
+        let entries = vec![
+            EventEntry::new(EventType::NodeCompleted, 2)
+                .node("a")
+                .task("r:2:a")
+                .with("attempt", 1),
+            EventEntry::new(EventType::ChannelUpdated, 2).channel("state:x"),
+        ];
+        let now = Timestamp::from_millis(77);
+        let m = sequence(
+            run(),
+            CheckpointType::StepCommitted,
+            entries,
+            Disposition::Continue,
+            now,
+            vec![],
+        );
+        let seqs: Vec<u64> = m.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![11, 12, 13]);
+        assert_eq!(m.run.event_seq, 13);
+        assert_eq!(m.run.checkpoint_seq, 5);
+        assert_eq!(m.events[0].step, 2, "runtime facts keep their own step");
+        assert_eq!(
+            m.events[2].step, 3,
+            "the checkpoint carries the committed step"
+        );
+        assert!(m.events.iter().all(|e| e.timestamp == now));
+        assert!(m.events[2].payload.is_empty());
+        assert_eq!(m.events[2].metadata, m.checkpoint_metadata);
+        assert_eq!(m.checkpoint_metadata["checkpoint_seq"], json!(5));
+        assert_eq!(m.checkpoint_metadata["graph_step"], json!(3));
+        assert_eq!(
+            m.checkpoint_metadata["node_attempts"],
+            json!([{"task_id": "r:2:a", "node_id": "a", "attempt": 1,
+                    "idempotency_key": "r:2:a:1", "outcome": "completed",
+                    "next_scheduled_attempt": null}])
+        );
+    }
+
+    #[test]
+    fn newly_parked_writes_already_covered_by_a_fact_are_not_repeated() {
+        let pending = vec![
+            PendingAttempt {
+                task_id: "r:3:a".into(),
+                node_id: "a".into(),
+                attempted: 1,
+                kind: "interrupt".into(),
+                idempotency_key: "r:3:a:1".into(),
+            },
+            PendingAttempt {
+                task_id: "r:3:b".into(),
+                node_id: "b".into(),
+                attempted: 2,
+                kind: "update".into(),
+                idempotency_key: "r:3:b:2".into(),
+            },
+        ];
+        let entries = vec![EventEntry::new(EventType::InterruptRequested, 3)
+            .node("a")
+            .task("r:3:a")
+            .with("attempt", 1)];
+        let m = sequence(
+            run(),
+            CheckpointType::RetryScheduled,
+            entries,
+            Disposition::Continue,
+            Timestamp::EPOCH,
+            pending,
+        );
+        let outcomes: Vec<_> = m.checkpoint_metadata["node_attempts"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|a| a["outcome"].clone())
+            .collect();
+        assert_eq!(
+            outcomes,
+            vec![json!("interrupted"), json!("pending_update")]
+        );
+    }
+}
