@@ -14,8 +14,10 @@
 //! node activations concurrently.
 
 pub mod graph;
+pub mod inline;
 pub mod lifecycle;
 pub mod memory;
 pub mod model;
+pub mod node;
 pub mod runtime;
 pub mod store;

@@ -2,10 +2,11 @@
 //! input that triggers the code and checks code, severity, path and public id. The last test
 //! proves the table covers the whole catalogue.
 
-mod support;
+mod compiler_support;
 
 use std::collections::BTreeSet;
 
+use compiler_support::{diagnose, edited, find, publish, valid_graph};
 use docket_core::graph::lower::lower;
 use docket_core::graph::runtime_graph::RuntimeOutput;
 use docket_core::graph::{
@@ -13,7 +14,6 @@ use docket_core::graph::{
     InputDecl, NodeDecl, OutputDecl, Severity, FINISH, START,
 };
 use serde_json::json;
-use support::{diagnose, edited, find, publish, valid_graph};
 
 macro_rules! catalogue {
     ($($name:ident: $code:ident at $path:expr $(, id $id:expr)? => $diagnostics:expr;)*) => {

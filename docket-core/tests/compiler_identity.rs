@@ -1,14 +1,14 @@
 //! Effective document and identity (spec §6.5, §9 #59–62): defaults are materialized at
 //! publication only, so a published graph never changes when an implementation's defaults do.
 
-mod support;
+mod compiler_support;
 
+use compiler_support::{valid_graph, TestContracts};
 use docket_core::graph::{
     canonical_bytes, codes, compile_effective, compile_for_publication, graph_hash, verify,
     CompileOptions, GraphDocument, NodeDecl, FINISH, START,
 };
 use serde_json::json;
-use support::{valid_graph, TestContracts};
 
 const OPTIONS: CompileOptions = CompileOptions {
     max_supersteps: None,

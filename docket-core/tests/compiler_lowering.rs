@@ -1,14 +1,14 @@
 //! Lowering (spec §6.4) and runtime validation of the lowered graph.
 
-mod support;
+mod compiler_support;
 
+use compiler_support::{codes as codes_of, publish, valid_graph};
 use docket_core::graph::lower::lower;
 use docket_core::graph::{
     check_runtime, codes, graph_hash, Channel, FieldDecl, FieldKind, GraphDocument, InputDecl,
     NodeDecl, OutputDecl, Reducer, RuntimeGraph, FINISH, START,
 };
 use serde_json::json;
-use support::{codes as codes_of, publish, valid_graph};
 
 /// `$start → a`, `$start → b`, `[b, a] → c`, `c → $finish`, with an input, two fields and two
 /// outputs.

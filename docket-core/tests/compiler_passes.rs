@@ -1,14 +1,16 @@
 //! Document, field, output, node and edge passes beyond "the code exists": the rules' edges
 //! and what does *not* produce a diagnostic.
 
-mod support;
+mod compiler_support;
 
+use compiler_support::{
+    codes as codes_of, diagnose, edited, find, publish, valid_graph, TestContracts,
+};
 use docket_core::graph::{
     codes, verify, CompileOptions, Diagnostic, EdgeDecl, FieldDecl, GraphDocument, InputDecl,
     NodeDecl, OutputDecl, Severity, FINISH, START,
 };
 use serde_json::json;
-use support::{codes as codes_of, diagnose, edited, find, publish, valid_graph, TestContracts};
 
 fn with_field(schema: serde_json::Value, reducer: &str) -> Vec<Diagnostic> {
     diagnose(&edited(|d| {

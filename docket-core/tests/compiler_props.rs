@@ -1,8 +1,9 @@
 //! Property tests: the hash depends on content only, the wire format round-trips, and no
 //! input — well-formed, half-formed or garbage — makes the compiler panic.
 
-mod support;
+mod compiler_support;
 
+use compiler_support::TestContracts;
 use docket_core::graph::lower::lower;
 use docket_core::graph::{
     canonical_bytes, check_runtime, compile_effective, compile_for_publication, graph_hash,
@@ -14,7 +15,6 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
-use support::TestContracts;
 
 // ---------------------------------------------------------------- generators
 

@@ -1,14 +1,14 @@
 //! Topology, cycle and orphan passes: reachability through barriers, cascades that must not
 //! happen, cycle bounds, and ids in paths.
 
-mod support;
+mod compiler_support;
 
+use compiler_support::{codes as codes_of, diagnose, edited, find, publish, TestContracts};
 use docket_core::graph::{
     codes, compile_for_publication, verify, CompileOptions, EdgeDecl, FieldDecl, GraphDocument,
     NodeDecl, OutputDecl, FINISH, START,
 };
 use serde_json::json;
-use support::{codes as codes_of, diagnose, edited, find, publish, TestContracts};
 
 fn has(diagnostics: &[docket_core::graph::Diagnostic], code: &str) -> bool {
     diagnostics.iter().any(|d| d.code == code)

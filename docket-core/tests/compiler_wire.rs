@@ -1,8 +1,9 @@
 //! The JSON wire format (spec §6.7), the builder, and reading bad documents: typed errors or
 //! diagnostics, never panics.
 
-mod support;
+mod compiler_support;
 
+use compiler_support::{diagnose, find};
 use docket_core::graph::{
     canonical_bytes, codes, graph_hash, parse_document, parse_document_value, DocumentError,
     EdgeDecl, FieldDecl, GraphDocument, InputDecl, NodeDecl, OutputDecl, FINISH, START,
@@ -10,7 +11,6 @@ use docket_core::graph::{
 use docket_core::model::{GraphId, GraphRef};
 use docket_core::store::rules::graph::{decode_stored, encode_for_save};
 use serde_json::json;
-use support::{diagnose, find};
 
 /// A document using every member of the wire format.
 fn rich_document() -> GraphDocument {

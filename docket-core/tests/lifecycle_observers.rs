@@ -110,20 +110,20 @@ async fn observers_see_start_and_cancel_checkpoints_and_failures_are_only_counte
     assert!(eventually(DEADLINE, || recorder.seen().len() == 2).await);
     assert!(eventually(DEADLINE, || composer.observer_failures() == 2).await);
     let seen = recorder.seen();
-    let types: Vec<_> = seen.iter().map(Checkpoint::checkpoint_type).collect();
+    let types: Vec<_> = seen.iter().map(|c| c.checkpoint_type).collect();
     assert_eq!(
         types,
         vec![CheckpointType::RunInitialized, CheckpointType::RunCancelled]
     );
     let cancel = &seen[1];
-    assert_eq!(cancel.seq(), 2);
-    assert_eq!(cancel.run(), cancelled.run());
-    assert_eq!(cancel.created_at(), t(5));
+    assert_eq!(cancel.seq, 2);
+    assert_eq!(&cancel.run, cancelled.run());
+    assert_eq!(cancel.created_at, t(5));
     assert_eq!(
-        cancel.events().last().map(|e| e.event_type),
+        cancel.events.last().map(|e| e.event_type),
         Some(EventType::CheckpointCommitted)
     );
-    assert_eq!(cancel.envelope()["checkpoint_type"], "run_cancelled");
+    assert_eq!(cancel.metadata["checkpoint_type"], "run_cancelled");
     // The failing observer changed nothing durable.
     let stored = store
         .fetch_run(&Scope::System, &started.run.id)
@@ -154,10 +154,10 @@ async fn observers_see_claimed_moments_with_the_committed_run() {
         .expect("commit");
     assert!(eventually(DEADLINE, || recorder.seen().len() == 2).await);
     let checkpoint = recorder.seen().remove(1);
-    assert_eq!(checkpoint.checkpoint_type(), CheckpointType::StepCommitted);
-    assert_eq!((checkpoint.seq(), checkpoint.run()), (2, &committed.run));
-    assert_eq!(checkpoint.events(), committed.events.as_slice());
-    assert_eq!(checkpoint.envelope(), &committed.checkpoint_metadata);
+    assert_eq!(checkpoint.checkpoint_type, CheckpointType::StepCommitted);
+    assert_eq!((checkpoint.seq, &checkpoint.run), (2, &committed.run));
+    assert_eq!(checkpoint.events, committed.events.as_slice());
+    assert_eq!(&checkpoint.metadata, &committed.checkpoint_metadata);
 }
 
 #[tokio::test]

@@ -8,10 +8,10 @@ use crate::model::{ClaimToken, OwnerScope, Run, RunId, Scope, Timestamp};
 use crate::runtime::{Moment, Mutation};
 use crate::store::{ClaimedCommit, InitProposal, RunStore, StoreError, UnclaimedCommit};
 
-use super::checkpoint::Checkpoint;
 use super::error::{LifecycleError, SignalError};
 use super::observer::{CheckpointObserver, Observers};
 use super::telemetry::{committed, error_kind, store_operation, transition_span};
+use crate::runtime::Checkpoint;
 
 /// Fetch → mutate → commit rounds a signal makes before giving up on `StaleCheckpoint`
 /// (1 attempt + 3 retries).
@@ -90,7 +90,7 @@ impl Lifecycle {
     fn after_commit(&self, moment: &Moment) {
         committed(moment);
         self.observers
-            .notify(&Arc::new(Checkpoint::committed(moment)));
+            .notify(&Arc::new(Checkpoint::from_moment(moment)));
     }
 
     /// Initializes the run of `moment` (its `run_initialized` moment) for `owner`.

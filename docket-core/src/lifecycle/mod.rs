@@ -16,13 +16,12 @@
 //! The disposition-to-schedule mapping itself is [`crate::runtime::Disposition::claimed_schedule`]
 //! and [`crate::runtime::Disposition::unclaimed_wake`]; this module is where it is applied.
 
-mod checkpoint;
 mod composer;
 mod error;
 mod observer;
 mod telemetry;
 
-pub use checkpoint::Checkpoint;
+pub use crate::runtime::Checkpoint;
 pub use composer::{commit_moment, signal, start, Lifecycle, Signalled, MAX_SIGNAL_ATTEMPTS};
 pub use error::{LifecycleError, SignalError};
 pub use observer::{CheckpointObserver, ObserverError};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::FutureExt;
 
-use super::checkpoint::Checkpoint;
+use crate::runtime::Checkpoint;
 
 /// What an observer may fail with.
 pub type ObserverError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -66,7 +66,7 @@ impl Observers {
                 .fetch_add(self.list.len() as u64, Ordering::Relaxed);
             tracing::warn!(
                 observers = self.list.len(),
-                checkpoint_seq = checkpoint.seq(),
+                checkpoint_seq = checkpoint.seq,
                 "docket.checkpoint.observer.failure: no tokio runtime to run observers on"
             );
             return;
@@ -87,9 +87,9 @@ impl Observers {
                 failures.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(
                     observer = observer.name(),
-                    run_id = %checkpoint.run().id,
-                    checkpoint_seq = checkpoint.seq(),
-                    checkpoint_type = %checkpoint.checkpoint_type(),
+                    run_id = %checkpoint.run.id,
+                    checkpoint_seq = checkpoint.seq,
+                    checkpoint_type = %checkpoint.checkpoint_type,
                     failure = %failure,
                     "docket.checkpoint.observer.failure"
                 );

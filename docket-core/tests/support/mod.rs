@@ -1,140 +1,208 @@
-//! Shared fixtures for the compiler tests: a node registry stand-in with a few
-//! implementations (some with config defaults), a small valid graph, and assertions on
-//! diagnostics.
+//! Shared fixtures for the runtime integration tests: a manual clock, a recording sleeper,
+//! sequential ids, logged test nodes and small graph helpers.
+#![allow(dead_code, unused_imports)]
 
-#![allow(dead_code)]
+pub mod nodes;
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::Arc;
 
-use docket_core::graph::{
-    compile_for_publication, verify, CompileOptions, Diagnostic, FieldDecl, GraphDocument,
-    InputDecl, NodeContracts, NodeDecl, OutputDecl, FINISH, START,
+use docket_core::graph::{compile_for_publication, CompileOptions, GraphDocument, RuntimeGraph};
+use docket_core::inline::{run_inline, InlineOptions, InlineRun, ManualSleeper};
+use docket_core::model::{CheckpointType, Event, EventType, ManualClock, Run, Timestamp, ValueMap};
+use docket_core::node::NodeRegistry;
+use docket_core::runtime::{
+    build_initial_run, propose_advance, propose_init, InitProposal, Moment, Proposal,
+    RuntimeConfig, SequentialIds,
 };
 use serde_json::{json, Value};
 
-/// Test registry. Implementations:
-///
-/// * `test.greet`: `{greeting: string = <greet default>, loud: boolean = false}` (closed);
-/// * `test.counter`: `{step: integer ≥ 1 = 1, field: string}` (closed);
-/// * `test.set`: open object with a required string `field`;
-/// * `test.noop`: any map;
-/// * `test.scalar`: a string schema (not a config schema);
-/// * `test.broken`: a malformed schema;
-/// * `test.bad_default`: `{limit: integer = "ten"}` (its default fails its own schema).
-pub struct TestContracts {
-    greet_default: Value,
-    calls: Mutex<BTreeMap<String, usize>>,
+pub use nodes::{register, CallLog};
+
+/// The instant every fixture clock starts at.
+pub const T0_MS: i64 = 1_700_000_000_000;
+
+/// `T0 + ms`.
+pub fn at(ms: i64) -> Timestamp {
+    Timestamp::from_millis(T0_MS + ms)
 }
 
-impl TestContracts {
-    /// The registry with `test.greet` defaulting its greeting to `"hello"`.
-    pub fn new() -> Self {
-        Self::with_greeting("hello")
-    }
+/// A test fixture.
+pub struct Fx {
+    pub clock: ManualClock,
+    pub sleeper: Arc<ManualSleeper>,
+    pub config: RuntimeConfig,
+    pub log: CallLog,
+    pub nodes: NodeRegistry,
+    pub max_steps: Option<u64>,
+}
 
-    /// The registry with another default greeting (a new release of `test.greet`).
-    pub fn with_greeting(greeting: &str) -> Self {
-        TestContracts {
-            greet_default: json!(greeting),
-            calls: Mutex::new(BTreeMap::new()),
+impl Default for Fx {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Fx {
+    /// Clock at `T0`, sequential ids, the standard logged registry.
+    pub fn new() -> Self {
+        let clock = ManualClock::new(at(0));
+        let log = CallLog::default();
+        Fx {
+            sleeper: Arc::new(ManualSleeper::new(clock.clone())),
+            config: RuntimeConfig::new(Arc::new(clock.clone()))
+                .with_ids(Arc::new(SequentialIds::new())),
+            nodes: nodes::registry(&log),
+            log,
+            clock,
+            max_steps: None,
         }
     }
 
-    /// How many times the compiler asked for `implementation`'s schema.
-    pub fn calls(&self, implementation: &str) -> usize {
-        self.calls
-            .lock()
-            .expect("test mutex")
-            .get(implementation)
-            .copied()
-            .unwrap_or(0)
+    /// Sets the host attempt ceiling.
+    pub fn max_attempt_ms(mut self, ms: u64) -> Self {
+        self.config = self
+            .config
+            .with_max_attempt_elapsed_ms(ms)
+            .expect("positive");
+        self
+    }
+
+    /// Sets the host superstep fallback.
+    pub fn host_max_supersteps(mut self, limit: u64) -> Self {
+        self.config = self
+            .config
+            .with_max_supersteps(Some(limit))
+            .expect("positive");
+        self
+    }
+
+    /// Inline options over this fixture.
+    pub fn options(&self) -> InlineOptions {
+        InlineOptions::new(self.config.clone())
+            .with_sleeper(self.sleeper.clone())
+            .with_max_steps(self.max_steps)
+    }
+
+    /// Compiles `doc` for publication with this fixture's registry and host limits.
+    pub fn compile(&self, doc: &GraphDocument) -> RuntimeGraph {
+        compile_for_publication(
+            doc,
+            &self.nodes,
+            CompileOptions {
+                max_supersteps: self.config.max_supersteps(),
+            },
+        )
+        .unwrap_or_else(|e| panic!("test graph must compile: {e:?}"))
+        .runtime
+    }
+
+    /// Runs `doc` inline from `input` to its stop.
+    pub async fn run(&self, doc: &GraphDocument, input: Value) -> InlineRun {
+        run_inline(doc, input, &self.nodes, &self.options())
+            .await
+            .unwrap_or_else(|e| panic!("inline run failed: {e:?}"))
+    }
+
+    /// Builds and initializes a run of `rtg` (the committed `run_initialized` moment).
+    pub fn start(&self, rtg: &RuntimeGraph, input: Value) -> Moment {
+        let input = match input {
+            Value::Object(map) => map,
+            _ => ValueMap::new(),
+        };
+        let run = build_initial_run(rtg, input, None, ValueMap::new(), self.config.ids())
+            .expect("run builds");
+        match propose_init(rtg, &run, self.clock.now_ts()).expect("init proposes") {
+            InitProposal::Moment(m) => *m,
+            InitProposal::Terminal(_) => panic!("fresh run is not terminal"),
+        }
+    }
+
+    /// One `propose_advance` with this fixture's config.
+    pub async fn advance(&self, rtg: &RuntimeGraph, run: &Run) -> Proposal {
+        propose_advance(rtg, run, &self.nodes, &self.config)
+            .await
+            .unwrap_or_else(|e| panic!("advance failed: {e:?}"))
+    }
+
+    /// One `propose_advance` that must propose a moment.
+    pub async fn moment(&self, rtg: &RuntimeGraph, run: &Run) -> Moment {
+        match self.advance(rtg, run).await {
+            Proposal::Moment(m) => *m,
+            other => panic!("expected a moment, got {other:?}"),
+        }
     }
 }
 
-impl NodeContracts for TestContracts {
-    fn config_schema(&self, implementation: &str) -> Option<Value> {
-        *self
-            .calls
-            .lock()
-            .expect("test mutex")
-            .entry(implementation.to_owned())
-            .or_default() += 1;
-        Some(match implementation {
-            "test.greet" => json!({"type": "object", "fields": {
-                "greeting": {"type": "string", "default": self.greet_default},
-                "loud": {"type": "boolean", "default": false}
-            }}),
-            "test.counter" => json!({"type": "object", "fields": {
-                "step": {"type": "integer", "min": 1, "default": 1},
-                "field": {"type": "string"}
-            }}),
-            "test.set" => json!({"type": "object", "open": true, "fields": {
-                "field": {"type": "string", "required": true}
-            }}),
-            "test.noop" => json!({"type": "map"}),
-            "test.scalar" => json!({"type": "string"}),
-            "test.broken" => json!({"type": "nope"}),
-            "test.bad_default" => json!({"type": "object", "fields": {
-                "limit": {"type": "integer", "default": "ten"}
-            }}),
-            _ => return None,
-        })
+/// Reads a manual clock as a timestamp.
+pub trait NowTs {
+    /// The current instant.
+    fn now_ts(&self) -> Timestamp;
+}
+
+impl NowTs for ManualClock {
+    fn now_ts(&self) -> Timestamp {
+        docket_core::model::Clock::now(self)
     }
 }
 
-/// A small graph that compiles without any diagnostic:
-/// `$start → greet → $finish`, input `name`, field `greeting` projected as an output.
-pub fn valid_graph() -> GraphDocument {
-    GraphDocument::builder("hello")
-        .input("name", InputDecl::new(json!({"type": "string"})))
-        .field("greeting", FieldDecl::new(json!({"type": "string"})))
-        .output("greeting", OutputDecl::new())
-        .node("greet", NodeDecl::new("test.greet"))
-        .edge("begin", START, "greet")
-        .edge("end", "greet", FINISH)
-        .build()
-        .expect("no conflicting declarations")
+/// A graph document from a JSON body; `schema_version` and `id` default to 1 and `"g"`.
+pub fn doc(body: Value) -> GraphDocument {
+    let mut map = body.as_object().cloned().expect("graph body is a map");
+    map.entry("schema_version").or_insert(json!(1));
+    map.entry("id").or_insert(json!("g"));
+    GraphDocument::from_value(Value::Object(map)).expect("valid graph document")
 }
 
-/// `valid_graph` after `edit`.
-pub fn edited(edit: impl FnOnce(&mut GraphDocument)) -> GraphDocument {
-    let mut doc = valid_graph();
-    edit(&mut doc);
-    doc
+/// `{"schema": {"type": ty}}`.
+pub fn field(ty: &str) -> Value {
+    json!({"schema": {"type": ty}})
 }
 
-/// Every diagnostic of `doc` under the test registry and default options.
-pub fn diagnose(doc: &GraphDocument) -> Vec<Diagnostic> {
-    verify(doc, &TestContracts::new(), CompileOptions::default())
+/// A node running `implementation` with `config`.
+pub fn node(implementation: &str, config: Value) -> Value {
+    json!({"implementation": implementation, "config": config})
 }
 
-/// `doc` compiled for publication under the test registry.
-pub fn publish(
-    doc: &GraphDocument,
-) -> Result<docket_core::graph::Compiled, docket_core::graph::CompileError> {
-    compile_for_publication(doc, &TestContracts::new(), CompileOptions::default())
+/// A `set` node writing `values`.
+pub fn set(values: Value) -> Value {
+    node("set", json!({"values": values}))
 }
 
-/// The codes of `diagnostics`, in order.
-pub fn codes(diagnostics: &[Diagnostic]) -> Vec<&str> {
-    diagnostics.iter().map(|d| d.code.as_str()).collect()
+/// An edge.
+pub fn edge(from: &str, to: &str) -> Value {
+    json!({"from": from, "to": to})
 }
 
-/// Asserts that `diagnostics` hold `code` at `path` (with `public_id` when given) and returns
-/// that diagnostic.
-pub fn find<'a>(
-    diagnostics: &'a [Diagnostic],
-    code: &str,
-    path: &str,
-    public_id: Option<&str>,
-) -> &'a Diagnostic {
-    let found = diagnostics
+/// Checkpoint types of an inline run.
+pub fn types(run: &InlineRun) -> Vec<CheckpointType> {
+    run.checkpoints.iter().map(|c| c.checkpoint_type).collect()
+}
+
+/// Event types of a moment's events.
+pub fn event_types(events: &[Event]) -> Vec<EventType> {
+    events.iter().map(|e| e.event_type).collect()
+}
+
+/// The committed value of state field `id` (or `None`).
+pub fn state(run: &Run, id: &str) -> Option<Value> {
+    run.channels
+        .get(&format!("state:{id}"))
+        .map(|c| c.value.clone())
+}
+
+/// `run.output[key]`.
+pub fn output(run: &Run, key: &str) -> Value {
+    run.output
+        .as_ref()
+        .and_then(|o| o.get(key))
+        .cloned()
+        .unwrap_or_else(|| panic!("output {key} missing from {:?}", run.output))
+}
+
+/// All events of an inline run, in commit order.
+pub fn all_events(run: &InlineRun) -> Vec<Event> {
+    run.checkpoints
         .iter()
-        .find(|d| d.code == code && d.path == path)
-        .unwrap_or_else(|| panic!("expected {code} at {path:?}, got {diagnostics:#?}"));
-    if let Some(id) = public_id {
-        assert_eq!(found.public_id.as_deref(), Some(id), "{found:#?}");
-    }
-    found
+        .flat_map(|c| c.events.iter().cloned())
+        .collect()
 }
