@@ -12,7 +12,7 @@ use docket_core::model::{
     ChannelState, CheckpointType as C, EventType as E, Run, RunId, RunStatus, ValueMap,
 };
 use docket_core::runtime::{
-    build_initial_run, propose_init, Disposition, InitProposal, ParkKind, ParkReason, Proposal,
+    build_initial_run, propose_init, Disposition, Initialization, ParkKind, ParkReason, Proposal,
 };
 use serde_json::{json, Value};
 use support::{at, doc, edge, event_types, field, node, set, Fx};
@@ -85,7 +85,7 @@ fn propose_init_matches_the_host_owned_initialization_exactly() {
     .expect("build");
     assert_eq!(created.status, RunStatus::Created);
     assert_eq!(created.id.as_str(), "run_1");
-    let InitProposal::Moment(moment) = propose_init(&rtg, &created, at(0)).expect("init") else {
+    let Initialization::Moment(moment) = propose_init(&rtg, &created, at(0)).expect("init") else {
         panic!("fresh run initializes");
     };
 
@@ -164,7 +164,7 @@ fn propose_init_of_a_terminal_run_proposes_nothing() {
     run.finished_at = run.updated_at;
     assert_eq!(
         propose_init(&rtg, &run, at(5)).expect("terminal"),
-        InitProposal::Terminal(Box::new(run))
+        Initialization::Terminal(Box::new(run))
     );
 }
 

@@ -4,7 +4,7 @@ mod support;
 
 use docket_core::inline::{resume_inline, Stop};
 use docket_core::model::{CheckpointType as C, EventType as E, RunStatus};
-use docket_core::runtime::{propose_init, ErrorKind, InitProposal};
+use docket_core::runtime::{propose_init, ErrorKind, Initialization};
 use serde_json::json;
 use support::{at, doc, edge, field, output, set, types, Fx};
 
@@ -97,7 +97,8 @@ async fn process_startup_is_not_graph_progress() {
     let full = fx.run(&graph, json!({})).await;
     let saved = full.checkpoints[1].run.clone();
     let rtg = fx.compile(&graph);
-    let InitProposal::Moment(moment) = propose_init(&rtg, &saved, at(42)).expect("re-init") else {
+    let Initialization::Moment(moment) = propose_init(&rtg, &saved, at(42)).expect("re-init")
+    else {
         panic!("a saved run re-initializes");
     };
     let mut expected = saved.clone();

@@ -11,7 +11,7 @@ use crate::model::Run;
 use crate::node::NodeRegistry;
 use crate::runtime::{
     build_initial_run, check_execution_policy, input_map, propose_init, resolve_interrupt,
-    Disposition, ErrorKind, InitProposal, Mutation, ParkKind, Phase, RuntimeError,
+    Disposition, ErrorKind, Initialization, Mutation, ParkKind, Phase, RuntimeError,
 };
 
 /// Compiles (if needed), checks the host execution policy, builds and initializes a run from
@@ -41,8 +41,8 @@ pub async fn run_inline(
     .map_err(bare)?;
     let mut driver = Driver::new(&rtg, nodes, options, created.clone());
     match propose_init(&rtg, &created, options.config.now()).map_err(bare)? {
-        InitProposal::Moment(moment) => driver.accept(&moment)?,
-        InitProposal::Terminal(_) => return Ok(driver.finish(Stop::Terminal)),
+        Initialization::Moment(moment) => driver.accept(&moment)?,
+        Initialization::Terminal(_) => return Ok(driver.finish(Stop::Terminal)),
     }
     driver.drive().await
 }
@@ -62,8 +62,8 @@ pub async fn resume_inline(
     let rtg = prepare(graph.into(), nodes, options).map_err(bare)?;
     let mut driver = Driver::new(&rtg, nodes, options, run.clone());
     match propose_init(&rtg, run, options.config.now()).map_err(bare)? {
-        InitProposal::Terminal(_) => Ok(driver.finish(Stop::Terminal)),
-        InitProposal::Moment(moment) => {
+        Initialization::Terminal(_) => Ok(driver.finish(Stop::Terminal)),
+        Initialization::Moment(moment) => {
             driver.accept(&moment)?;
             if moment.disposition
                 == (Disposition::Park {

@@ -42,7 +42,7 @@ mod tests {
 
     use super::*;
     use crate::runtime::testing::{rtg, t};
-    use crate::runtime::{build_initial_run, propose_init, InitProposal, SequentialIds};
+    use crate::runtime::{build_initial_run, propose_init, Initialization, SequentialIds};
 
     #[test]
     fn a_checkpoint_mirrors_its_committed_moment() {
@@ -55,7 +55,7 @@ mod tests {
             &SequentialIds::new(),
         )
         .expect("build");
-        let InitProposal::Moment(m) = propose_init(&g, &run, t(3)).expect("init") else {
+        let Initialization::Moment(m) = propose_init(&g, &run, t(3)).expect("init") else {
             panic!("moment");
         };
         let c = Checkpoint::from_moment(&m);

@@ -20,7 +20,7 @@ use crate::model::{
 
 /// What [`propose_init`] decided.
 #[derive(Clone, Debug, PartialEq)]
-pub enum InitProposal {
+pub enum Initialization {
     /// Commit this `run_initialized` moment.
     Moment(Box<Moment>),
     /// The run is already terminal; nothing to do.
@@ -72,11 +72,11 @@ pub fn propose_init(
     rtg: &RuntimeGraph,
     run: &Run,
     now: Timestamp,
-) -> Result<InitProposal, RuntimeError> {
+) -> Result<Initialization, RuntimeError> {
     check_graph(rtg, run, Phase::Init)?;
     match run.status {
-        RunStatus::Created => fresh(rtg, run, now).map(|m| InitProposal::Moment(Box::new(m))),
-        status if status.is_terminal() => Ok(InitProposal::Terminal(Box::new(run.clone()))),
+        RunStatus::Created => fresh(rtg, run, now).map(|m| Initialization::Moment(Box::new(m))),
+        status if status.is_terminal() => Ok(Initialization::Terminal(Box::new(run.clone()))),
         status => {
             let mut next = run.clone();
             next.updated_at = Some(now);
@@ -89,7 +89,7 @@ pub fn propose_init(
                 Disposition::Continue
             };
             let entry = EventEntry::new(EventType::RunInitialized, run.step).with("resumed", true);
-            Ok(InitProposal::Moment(Box::new(sequence(
+            Ok(Initialization::Moment(Box::new(sequence(
                 next,
                 CheckpointType::RunInitialized,
                 vec![entry],

@@ -43,7 +43,7 @@ pub use classify::{classify, AttemptOutcome, AttemptResult, Class};
 pub use config::{IdGenerator, IdKind, RandomIds, RuntimeConfig, SequentialIds};
 pub use error::{ErrorKind, Phase, RuntimeError};
 pub use execution_policy::check_execution_policy;
-pub use init::{build_initial_run, propose_init, InitProposal};
+pub use init::{build_initial_run, propose_init, Initialization};
 pub use input::{input_map, validate_input};
 pub use moment::{Disposition, Moment, Mutation, ParkKind, ParkReason, PendingAttempt};
 pub use mutation::{cancel_run, resolve_interrupt};

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::init::{build_initial_run, propose_init, InitProposal};
+use super::init::{build_initial_run, propose_init, Initialization};
 use super::SequentialIds;
 use crate::graph::{compile_for_publication, CompileOptions, GraphDocument, RuntimeGraph};
 use crate::model::{Run, Timestamp, ValueMap};
@@ -48,8 +48,8 @@ pub fn started(rtg: &RuntimeGraph, input: Value) -> Run {
     let run =
         build_initial_run(rtg, input, None, ValueMap::new(), &SequentialIds::new()).expect("build");
     match propose_init(rtg, &run, t(0)).expect("init") {
-        InitProposal::Moment(m) => m.run,
-        InitProposal::Terminal(_) => panic!("fresh run"),
+        Initialization::Moment(m) => m.run,
+        Initialization::Terminal(_) => panic!("fresh run"),
     }
 }
 

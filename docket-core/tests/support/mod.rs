@@ -11,7 +11,7 @@ use docket_core::inline::{run_inline, InlineOptions, InlineRun, ManualSleeper};
 use docket_core::model::{CheckpointType, Event, EventType, ManualClock, Run, Timestamp, ValueMap};
 use docket_core::node::NodeRegistry;
 use docket_core::runtime::{
-    build_initial_run, propose_advance, propose_init, InitProposal, Moment, Proposal,
+    build_initial_run, propose_advance, propose_init, Initialization, Moment, Proposal,
     RuntimeConfig, SequentialIds,
 };
 use serde_json::{json, Value};
@@ -112,8 +112,8 @@ impl Fx {
         let run = build_initial_run(rtg, input, None, ValueMap::new(), self.config.ids())
             .expect("run builds");
         match propose_init(rtg, &run, self.clock.now_ts()).expect("init proposes") {
-            InitProposal::Moment(m) => *m,
-            InitProposal::Terminal(_) => panic!("fresh run is not terminal"),
+            Initialization::Moment(m) => *m,
+            Initialization::Terminal(_) => panic!("fresh run is not terminal"),
         }
     }
 
