@@ -10,7 +10,7 @@ use docket_core::store::StoreError;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::query::Query;
-use sqlx::Postgres;
+use sqlx::{Connection, PgConnection, Postgres};
 
 use crate::error;
 use crate::migrations;
@@ -69,12 +69,19 @@ impl PostgresStore {
             .connect_lazy_with(connect.clone());
         let schema = options.schema.clone();
         {
-            let mut conn = pool.acquire().await.map_err(error::safe)?;
-            if options.migrate {
-                migrations::migrate(&mut conn, &schema).await?;
+            // A direct connection, not the pool: the pool retries a refused connection until
+            // its acquire timeout (a server restarting), but a wrong address at start-up
+            // should fail at once.
+            let mut conn = PgConnection::connect_with(&connect)
+                .await
+                .map_err(error::safe)?;
+            let prepared = if options.migrate {
+                migrations::migrate(&mut conn, &schema).await
             } else {
-                migrations::check_version(&mut conn, &schema).await?;
-            }
+                migrations::check_version(&mut conn, &schema).await
+            };
+            let _ = conn.close().await;
+            prepared?;
         }
         let wake = WakeHub::new(connect, schema.clone(), options.poll_only);
         Ok(PostgresStore {
