@@ -3,8 +3,8 @@
 //! Writers call `pg_notify('docket_wake', <schema>)` inside the writing statement or
 //! transaction when the wake they record is due, so a hint is delivered only after commit.
 //! One dedicated listener connection per store (its own single-connection pool, never taken
-//! from the store's pool) fans hints out to every subscriber. When the connection is lost the
-//! listener reconnects and emits a hint, because notifications sent meanwhile are lost.
+//! from the store's pool) fans hints out to every subscriber. Each time LISTEN is (re)established
+//! the listener emits a hint, because notifications sent before were missed.
 //! Polling stays the correctness mechanism: a lost hint costs latency only.
 
 use std::sync::{Mutex, PoisonError};
@@ -44,16 +44,19 @@ impl WakeHub {
         }
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.as_ref().is_none_or(|(_, task)| task.is_finished()) {
-            let (sender, _) = broadcast::channel(16);
-            let task = runtime.spawn(listen(
-                self.connect.clone(),
-                self.schema.clone(),
-                sender.clone(),
-            ));
-            *state = Some((sender, task));
-        }
-        let receiver = state.as_ref()?.0.subscribe();
+        let receiver = match state.as_ref() {
+            Some((sender, task)) if !task.is_finished() => sender.subscribe(),
+            _ => {
+                let (sender, receiver) = broadcast::channel(16);
+                let task = runtime.spawn(listen(
+                    self.connect.clone(),
+                    self.schema.clone(),
+                    sender.clone(),
+                ));
+                *state = Some((sender, task));
+                receiver
+            }
+        };
         let stream = futures::stream::unfold(receiver, |mut receiver| async move {
             loop {
                 match receiver.recv().await {
@@ -91,8 +94,6 @@ async fn listen(connect: PgConnectOptions, schema: String, sender: broadcast::Se
                 backoff = (backoff * 2).min(Duration::from_secs(10));
             }
         }
-        // Notifications sent while disconnected are lost: tell subscribers to poll.
-        let _ = sender.send(());
     }
 }
 
@@ -110,6 +111,9 @@ async fn listen_once(
     let mut listener = PgListener::connect_with(&pool).await?;
     listener.eager_reconnect(false);
     listener.listen(WAKE_CHANNEL).await?;
+    // Listening from now on; anything notified before (or while disconnected) was missed, so
+    // subscribers should poll once. This first hint also tells them the listener is live.
+    let _ = sender.send(());
     loop {
         match listener.try_recv().await? {
             Some(notification) if notification.payload() == schema => {
