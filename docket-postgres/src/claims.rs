@@ -98,7 +98,10 @@ impl PostgresStore {
             .bind(preference_code(policy.preference))
     }
 
-    pub(crate) async fn do_claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    pub(crate) async fn do_claim_due(
+        &self,
+        policy: &ClaimPolicy,
+    ) -> Result<ClaimBatch, StoreError> {
         let rows = {
             let mut conn = self.conn().await?;
             self.claim_query(&self.sql().claim_due, policy)
@@ -189,10 +192,9 @@ impl PostgresStore {
         policy: &AbandonPolicy,
     ) -> Result<AbandonOutcome, StoreError> {
         ops::validate_abandon_policy(policy)?;
-        let (Some(token), Ok(expected)) = (
-            codec::token_uuid(token),
-            i64::try_from(policy.expected_seq),
-        ) else {
+        let (Some(token), Ok(expected)) =
+            (codec::token_uuid(token), i64::try_from(policy.expected_seq))
+        else {
             return Ok(AbandonOutcome::Stale);
         };
         let (non_poisoning, backoff) = match policy.mode {

@@ -6,12 +6,12 @@
 //! that the operational columns satisfy the row invariants; any failure is `Corrupt`, never
 //! "absent".
 
+use docket_core::model::value::canonical_json;
 use docket_core::model::{
     validate_durable, CheckpointType, ClaimToken, Event, EventType, GraphHash, GraphId,
     OperationalState, OwnerScope, Poison, PoisonReason, Run, RunId, RunStatus, RunSummary,
     TenantId, Timestamp,
 };
-use docket_core::model::value::canonical_json;
 use docket_core::store::rules::ops::check_row_invariants;
 use docket_core::store::StoreError;
 use serde_json::Value;
@@ -86,7 +86,10 @@ pub(crate) fn decode_run_row(row: &PgRow) -> Result<StoredRun, StoreError> {
         && run.updated_at.map(Timestamp::as_micros) == Some(updated_at)
         && run.finished_at.map(Timestamp::as_micros) == finished_at;
     if !columns_agree {
-        return Err(corrupt_run(&run_id, "the columns disagree with the stored document"));
+        return Err(corrupt_run(
+            &run_id,
+            "the columns disagree with the stored document",
+        ));
     }
 
     let owner = owner_of(get(row, "tenant_id", &what)?, &what)?;
@@ -144,7 +147,11 @@ pub(crate) fn decode_summary(row: &PgRow) -> Result<RunSummary, StoreError> {
     })
 }
 
-fn decode_map(bytes: &[u8], field: &str, what: &dyn Fn() -> String) -> Result<serde_json::Map<String, Value>, StoreError> {
+fn decode_map(
+    bytes: &[u8],
+    field: &str,
+    what: &dyn Fn() -> String,
+) -> Result<serde_json::Map<String, Value>, StoreError> {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(map)) => {
             docket_core::model::check_portable_map(&map)
@@ -203,7 +210,9 @@ pub(crate) fn encode_run(run: &Run) -> Result<RunColumns, StoreError> {
     let document = serde_json::to_vec(run)
         .map_err(|e| StoreError::invalid_transition(format!("run document: {e}")))?;
     let (Some(started_at), Some(updated_at)) = (run.started_at, run.updated_at) else {
-        return Err(StoreError::invalid_transition("started_at and updated_at are required"));
+        return Err(StoreError::invalid_transition(
+            "started_at and updated_at are required",
+        ));
     };
     Ok(RunColumns {
         status: run.status.as_str(),
@@ -242,8 +251,12 @@ pub(crate) fn encode_events(events: &[Event]) -> Result<EventArrays, StoreError>
         arrays.node_id.push(event.node_id.clone());
         arrays.channel_id.push(event.channel_id.clone());
         arrays.task_id.push(event.task_id.clone());
-        arrays.payload.push(canonical_json(&Value::Object(event.payload.clone())));
-        arrays.metadata.push(canonical_json(&Value::Object(event.metadata.clone())));
+        arrays
+            .payload
+            .push(canonical_json(&Value::Object(event.payload.clone())));
+        arrays
+            .metadata
+            .push(canonical_json(&Value::Object(event.metadata.clone())));
         arrays.occurred_at.push(event.timestamp.as_micros());
     }
     for text in arrays
@@ -306,6 +319,9 @@ mod tests {
         assert_eq!(token_uuid(&minted).as_deref(), Some(minted.as_str()));
         let upper = ClaimToken::new(minted.as_str().to_uppercase()).expect("token");
         assert_eq!(token_uuid(&upper), None);
-        assert_eq!(token_uuid(&ClaimToken::new("not-a-uuid").expect("token")), None);
+        assert_eq!(
+            token_uuid(&ClaimToken::new("not-a-uuid").expect("token")),
+            None
+        );
     }
 }

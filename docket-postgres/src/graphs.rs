@@ -108,7 +108,9 @@ impl PostgresStore {
         rows.iter()
             .map(|row| {
                 let corrupt = |detail: String| StoreError::CorruptGraph { detail };
-                let hash: String = row.try_get("graph_hash").map_err(|e| corrupt(e.to_string()))?;
+                let hash: String = row
+                    .try_get("graph_hash")
+                    .map_err(|e| corrupt(e.to_string()))?;
                 let published_at: i64 = row
                     .try_get("published_at")
                     .map_err(|e| corrupt(e.to_string()))?;

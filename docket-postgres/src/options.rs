@@ -150,7 +150,16 @@ mod tests {
         for ok in ["docket", "_x", "a1_b2", &"a".repeat(63)] {
             assert!(validate_schema_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "1abc", "Docket", "a-b", "a;drop", "a b", "\"x\"", &"a".repeat(64)] {
+        for bad in [
+            "",
+            "1abc",
+            "Docket",
+            "a-b",
+            "a;drop",
+            "a b",
+            "\"x\"",
+            &"a".repeat(64),
+        ] {
             assert!(validate_schema_name(bad).is_err(), "{bad}");
         }
     }
@@ -170,7 +179,10 @@ mod tests {
             }
         );
         let (url, options) = parse_url("postgresql://h/db").expect("url");
-        assert_eq!((url.as_str(), options.schema.as_str()), ("postgresql://h/db", "docket"));
+        assert_eq!(
+            (url.as_str(), options.schema.as_str()),
+            ("postgresql://h/db", "docket")
+        );
         assert!(parse_url("postgres://h/db?schema=Bad").is_err());
         assert!(parse_url("postgres://h/db?pool_size=x").is_err());
         assert!(parse_url("postgres://h/db?pool_size=0").is_err());

@@ -13,7 +13,6 @@ fn cutoff(policy: &PrunePolicy, retention_ms: u64) -> i64 {
     policy.now.add_millis(-retention).as_micros()
 }
 
-
 impl PostgresStore {
     pub(crate) async fn do_prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
         queries::validate_prune_policy(policy)?;

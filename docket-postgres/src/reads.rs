@@ -64,7 +64,8 @@ impl PostgresStore {
             self.sql().runs_table
         ));
         if let Some(owner) = scope.as_owner() {
-            sql.push(" AND scope_key = ").push_bind(owner.scope_key().to_owned());
+            sql.push(" AND scope_key = ")
+                .push_bind(owner.scope_key().to_owned());
         }
         if let Some(cursor) = &query.before {
             sql.push(" AND (started_at, run_id) < (")
@@ -74,10 +75,12 @@ impl PostgresStore {
                 .push("::text COLLATE \"C\")");
         }
         if let Some(graph_id) = &query.graph_id {
-            sql.push(" AND graph_id = ").push_bind(graph_id.as_str().to_owned());
+            sql.push(" AND graph_id = ")
+                .push_bind(graph_id.as_str().to_owned());
         }
         if let Some(graph_hash) = &query.graph_hash {
-            sql.push(" AND graph_hash = ").push_bind(graph_hash.as_str().to_owned());
+            sql.push(" AND graph_hash = ")
+                .push_bind(graph_hash.as_str().to_owned());
         }
         if let Some(statuses) = &query.statuses {
             let names: Vec<String> = statuses.iter().map(|s| s.as_str().to_owned()).collect();
@@ -197,6 +200,8 @@ impl PostgresStore {
                 events.push(event);
             }
         }
-        Ok(queries::event_page(events, query, oldest, latest, latest_seq))
+        Ok(queries::event_page(
+            events, query, oldest, latest, latest_seq,
+        ))
     }
 }

@@ -267,7 +267,9 @@ const WRITE_COMMIT: &str = "UPDATE {s}.runs SET status = $2, step = $3, checkpoi
 
 /// Stored events of one run at the given seqs: `$1` run_id, `$2` seqs.
 fn events_at() -> String {
-    format!("SELECT {EVENT_COLUMNS} FROM {{s}}.events WHERE run_id = $1 AND seq = ANY($2) ORDER BY seq")
+    format!(
+        "SELECT {EVENT_COLUMNS} FROM {{s}}.events WHERE run_id = $1 AND seq = ANY($2) ORDER BY seq"
+    )
 }
 
 /// One event through its visible run: `$1` run_id, `$2` seq, `$3` system?, `$4` scope_key.

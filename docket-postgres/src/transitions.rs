@@ -79,9 +79,7 @@ impl PostgresStore {
             .bind(ops.latest_checkpoint_type)
             .bind(ops.wake_at)
             .bind(now);
-        let query = bind_events(query, arrays)
-            .bind(notify)
-            .bind(self.schema());
+        let query = bind_events(query, arrays).bind(notify).bind(self.schema());
         let mut conn = self.conn().await?;
         match query.fetch_one(&mut *conn).await {
             Ok(row) => {

@@ -58,14 +58,10 @@ impl WakeHub {
             }
         };
         let stream = futures::stream::unfold(receiver, |mut receiver| async move {
-            loop {
-                match receiver.recv().await {
-                    // A lagging subscriber missed hints; one hint covers them all.
-                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        return Some(((), receiver))
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                }
+            match receiver.recv().await {
+                // A lagging subscriber missed hints; one hint covers them all.
+                Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => Some(((), receiver)),
+                Err(broadcast::error::RecvError::Closed) => None,
             }
         });
         Some(stream.boxed())

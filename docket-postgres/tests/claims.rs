@@ -61,7 +61,10 @@ async fn build(store: &PostgresStore, states: &[OperationalState]) -> Vec<RunId>
 fn expected(
     states: &[OperationalState],
     policy: &ClaimPolicy,
-) -> (Vec<(usize, ClaimDecision)>, BTreeMap<usize, OperationalState>) {
+) -> (
+    Vec<(usize, ClaimDecision)>,
+    BTreeMap<usize, OperationalState>,
+) {
     let candidates = states
         .iter()
         .enumerate()
@@ -75,11 +78,7 @@ fn expected(
             )
         })
         .collect();
-    let chosen = select(
-        candidates,
-        policy.limit.get() as usize,
-        policy.preference,
-    );
+    let chosen = select(candidates, policy.limit.get() as usize, policy.preference);
     let mut after = BTreeMap::new();
     let outcomes = chosen
         .iter()
@@ -87,7 +86,9 @@ fn expected(
             let mut ops = states[c.key].clone();
             let decision = ops::claim_decision(&ops, policy.max_claim_attempts.get());
             match decision {
-                ClaimDecision::Lease { .. } => ops::apply_lease(&mut ops, ClaimToken::mint(), policy.now),
+                ClaimDecision::Lease { .. } => {
+                    ops::apply_lease(&mut ops, ClaimToken::mint(), policy.now)
+                }
                 ClaimDecision::Poison => ops::apply_claim_poison(&mut ops, policy.now),
             }
             after.insert(c.key, ops);
@@ -106,7 +107,9 @@ async fn claim_selection_matches_the_shared_rules_for_every_limit_and_preference
     for limit in [1, 2, 3, 4, 6, 20] {
         for preference in [None, Some(ClaimClass::Ready), Some(ClaimClass::Expired)] {
             for (id, ops) in ids.iter().zip(&states) {
-                testing::write_operational_state(&store, id, ops).await.expect("reset");
+                testing::write_operational_state(&store, id, ops)
+                    .await
+                    .expect("reset");
             }
             let mut policy = with_max(with_ttl(policy(t(1_000), limit), 60), 3);
             policy.preference = preference;
@@ -132,19 +135,47 @@ async fn claim_selection_matches_the_shared_rules_for_every_limit_and_preference
                 let mut want = after[&i].clone();
                 want.claim_token = Some(lease.claim_token.clone());
                 assert!(lease.claim_token.is_uuid());
-                assert_eq!(Some(lease.claim_attempt), outcomes.iter().find(|(k, _)| *k == i).and_then(|(_, d)| match d { ClaimDecision::Lease { attempt } => Some(*attempt), ClaimDecision::Poison => None }));
-                assert_eq!((lease.claimed_at, lease.checkpoint_seq, lease.orphan_ttl_ms), (t(1_000), 1, 60));
-                assert_eq!(testing::operational_state(&store, &lease.run_id).await.expect("ops"), want, "{case}");
+                assert_eq!(
+                    Some(lease.claim_attempt),
+                    outcomes
+                        .iter()
+                        .find(|(k, _)| *k == i)
+                        .and_then(|(_, d)| match d {
+                            ClaimDecision::Lease { attempt } => Some(*attempt),
+                            ClaimDecision::Poison => None,
+                        })
+                );
+                assert_eq!(
+                    (lease.claimed_at, lease.checkpoint_seq, lease.orphan_ttl_ms),
+                    (t(1_000), 1, 60)
+                );
+                assert_eq!(
+                    testing::operational_state(&store, &lease.run_id)
+                        .await
+                        .expect("ops"),
+                    want,
+                    "{case}"
+                );
             }
             for poison in &batch.poisoned {
                 let i = index[&poison.run_id];
                 assert_eq!(poison.poisoned_at, t(1_000));
-                assert_eq!(testing::operational_state(&store, &poison.run_id).await.expect("ops"), after[&i], "{case}");
+                assert_eq!(
+                    testing::operational_state(&store, &poison.run_id)
+                        .await
+                        .expect("ops"),
+                    after[&i],
+                    "{case}"
+                );
             }
             // Rows that were not chosen are untouched.
             for (i, id) in ids.iter().enumerate() {
                 if !after.contains_key(&i) {
-                    assert_eq!(testing::operational_state(&store, id).await.expect("ops"), states[i], "{case}");
+                    assert_eq!(
+                        testing::operational_state(&store, id).await.expect("ops"),
+                        states[i],
+                        "{case}"
+                    );
                 }
             }
         }
@@ -155,12 +186,26 @@ async fn claim_selection_matches_the_shared_rules_for_every_limit_and_preference
 async fn ready_is_inclusive_and_expiry_is_strict_at_the_ttl_boundary() {
     let (store, _guard) = open().await;
     start(&store, &OwnerScope::Tenantless, "r1", t(100)).await;
-    assert_eq!(store.claim_due(&policy(t(99), 5)).await.expect("claim").outcome_count(), 0);
+    assert_eq!(
+        store
+            .claim_due(&policy(t(99), 5))
+            .await
+            .expect("claim")
+            .outcome_count(),
+        0
+    );
     let lease = claim_one(&store, t(100)).await;
     assert_eq!(lease.claim_attempt, 1);
     let ttl = |now| with_ttl(policy(now, 5), 1_000);
     // claimed_at + ttl exactly: not yet stealable.
-    assert_eq!(store.claim_due(&ttl(t(1_100))).await.expect("claim").outcome_count(), 0);
+    assert_eq!(
+        store
+            .claim_due(&ttl(t(1_100)))
+            .await
+            .expect("claim")
+            .outcome_count(),
+        0
+    );
     let batch = store.claim_due(&ttl(t(1_101))).await.expect("steal");
     assert_eq!(lease_ids(&batch), vec!["r1"]);
     let steal = &batch.leases[0];
@@ -168,8 +213,14 @@ async fn ready_is_inclusive_and_expiry_is_strict_at_the_ttl_boundary() {
     assert_eq!((steal.claim_attempt, steal.claimed_at), (2, t(1_101)));
     // The stale holder is fenced out everywhere; release is a silent no-op.
     let before = snapshot(&store).await;
-    store.release_claim(&lease.run_id, &lease.claim_token, t(1_200)).await.expect("release");
-    assert!(store.refresh_claim(&lease.run_id, &lease.claim_token, t(1_200)).await.is_err());
+    store
+        .release_claim(&lease.run_id, &lease.claim_token, t(1_200))
+        .await
+        .expect("release");
+    assert!(store
+        .refresh_claim(&lease.run_id, &lease.claim_token, t(1_200))
+        .await
+        .is_err());
     assert_eq!(snapshot(&store).await, before);
 }
 
@@ -195,8 +246,14 @@ async fn max_claim_attempts_allows_exactly_that_many_launches_then_poisons() {
         assert!(batch.leases.is_empty());
         assert_eq!(batch.poisoned.len(), 1);
         assert_eq!(batch.poisoned[0].poisoned_at, t(now));
-        let info = store.inspect_run(&SYSTEM, &rid("r1")).await.expect("inspect");
-        assert_eq!((info.claim_attempts, info.wake_at, info.claimed_at), (max, None, None));
+        let info = store
+            .inspect_run(&SYSTEM, &rid("r1"))
+            .await
+            .expect("inspect");
+        assert_eq!(
+            (info.claim_attempts, info.wake_at, info.claimed_at),
+            (max, None, None)
+        );
         assert!(info.is_poisoned());
         let later = store
             .claim_due(&with_max(with_ttl(policy(t(now + 10_000), 5), 0), max))
@@ -210,7 +267,7 @@ async fn max_claim_attempts_allows_exactly_that_many_launches_then_poisons() {
 async fn leases_and_poisons_share_one_limit_and_a_poisoned_head_uses_its_class_slot() {
     let (store, _guard) = open().await;
     let states = vec![
-        ready_at(10, 5),   // ready head, poisons at max 5
+        ready_at(10, 5), // ready head, poisons at max 5
         ready_at(20, 0),
         ready_at(30, 0),
         claimed_at(40, 5), // expired head, poisons
@@ -264,16 +321,54 @@ async fn a_retained_claim_keeps_authority_and_a_release_makes_the_run_ready_agai
     let lease = claim_one(&store, t(1)).await;
     let second = next(&run, t(2));
     store
-        .commit_claimed(&SYSTEM, claimed(second.clone(), 1, &lease.claim_token, ClaimedSchedule::RetainClaim, t(2)), vec![])
+        .commit_claimed(
+            &SYSTEM,
+            claimed(
+                second.clone(),
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::RetainClaim,
+                t(2),
+            ),
+            vec![],
+        )
         .await
         .expect("retain");
-    assert_eq!(store.claim_due(&policy(t(3), 5)).await.expect("claim").outcome_count(), 0);
+    assert_eq!(
+        store
+            .claim_due(&policy(t(3), 5))
+            .await
+            .expect("claim")
+            .outcome_count(),
+        0
+    );
     let third = next(&second, t(4));
     store
-        .commit_claimed(&SYSTEM, claimed(third, 2, &lease.claim_token, ClaimedSchedule::Release(ReleaseWake::At(t(10))), t(4)), vec![])
+        .commit_claimed(
+            &SYSTEM,
+            claimed(
+                third,
+                2,
+                &lease.claim_token,
+                ClaimedSchedule::Release(ReleaseWake::At(t(10))),
+                t(4),
+            ),
+            vec![],
+        )
         .await
         .expect("release at");
-    assert_eq!(store.claim_due(&policy(t(9), 5)).await.expect("claim").outcome_count(), 0);
+    assert_eq!(
+        store
+            .claim_due(&policy(t(9), 5))
+            .await
+            .expect("claim")
+            .outcome_count(),
+        0
+    );
     let again = claim_one(&store, t(10)).await;
-    assert_eq!((again.checkpoint_seq, again.claim_attempt), (3, 1), "commits reset attempts");
+    assert_eq!(
+        (again.checkpoint_seq, again.claim_attempt),
+        (3, 1),
+        "commits reset attempts"
+    );
 }

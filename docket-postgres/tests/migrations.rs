@@ -10,7 +10,9 @@ use docket_postgres::{PostgresOptions, PostgresStore, LATEST_VERSION};
 use sqlx::{Connection, PgConnection};
 
 async fn admin() -> PgConnection {
-    PgConnection::connect(&test_url()).await.expect("the PostgreSQL test server must be reachable")
+    PgConnection::connect(&test_url())
+        .await
+        .expect("the PostgreSQL test server must be reachable")
 }
 
 async fn dump(conn: &mut PgConnection, table: &str) -> String {
@@ -25,10 +27,11 @@ async fn dump(conn: &mut PgConnection, table: &str) -> String {
 #[tokio::test]
 async fn migrating_twice_is_a_no_op_and_leaves_public_sqlx_migrations_alone() {
     let mut conn = admin().await;
-    let existed: bool = sqlx::query_scalar("SELECT to_regclass('public._sqlx_migrations') IS NOT NULL")
-        .fetch_one(&mut conn)
-        .await
-        .expect("probe");
+    let existed: bool =
+        sqlx::query_scalar("SELECT to_regclass('public._sqlx_migrations') IS NOT NULL")
+            .fetch_one(&mut conn)
+            .await
+            .expect("probe");
     if !existed {
         sqlx::raw_sql(
             "CREATE TABLE IF NOT EXISTS public._sqlx_migrations (version BIGINT PRIMARY KEY,
@@ -52,7 +55,11 @@ async fn migrating_twice_is_a_no_op_and_leaves_public_sqlx_migrations_alone() {
     let again = PostgresStore::connect(&test_url(), PostgresOptions::with_schema(guard.schema()))
         .await
         .expect("second migration");
-    assert_eq!(snapshot(&again).await, before, "the second run changed nothing");
+    assert_eq!(
+        snapshot(&again).await,
+        before,
+        "the second run changed nothing"
+    );
     let versions: Vec<i32> = sqlx::query_scalar(&format!(
         "SELECT version FROM {}.docket_schema_migrations ORDER BY version",
         guard.schema()
@@ -95,7 +102,14 @@ async fn concurrent_first_migrations_of_one_schema_serialize() {
     for _ in 0..4 {
         let schema = schema.clone();
         tasks.push(tokio::spawn(async move {
-            PostgresStore::connect(&test_url(), PostgresOptions { pool_size: 1, ..PostgresOptions::with_schema(schema) }).await
+            PostgresStore::connect(
+                &test_url(),
+                PostgresOptions {
+                    pool_size: 1,
+                    ..PostgresOptions::with_schema(schema)
+                },
+            )
+            .await
         }));
     }
     let mut results = Vec::new();
@@ -103,11 +117,16 @@ async fn concurrent_first_migrations_of_one_schema_serialize() {
         results.push(task.await.expect("task").map(|_| ()));
     }
     let mut conn = admin().await;
-    let count: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {schema}.docket_schema_migrations"))
-        .fetch_one(&mut conn)
+    let count: i64 = sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM {schema}.docket_schema_migrations"
+    ))
+    .fetch_one(&mut conn)
+    .await
+    .expect("count");
+    sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE"))
+        .execute(&mut conn)
         .await
-        .expect("count");
-    sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE")).execute(&mut conn).await.expect("drop");
+        .expect("drop");
     for result in results {
         result.expect("every starter succeeds");
     }
@@ -118,33 +137,96 @@ async fn concurrent_first_migrations_of_one_schema_serialize() {
 async fn a_schema_newer_than_this_build_or_missing_without_migrate_is_refused() {
     let (_store, guard) = open().await;
     let mut conn = admin().await;
-    sqlx::query(&format!("INSERT INTO {}.docket_schema_migrations (version, description) VALUES (99, 'future')", guard.schema()))
-        .execute(&mut conn)
-        .await
-        .expect("future version");
+    sqlx::query(&format!(
+        "INSERT INTO {}.docket_schema_migrations (version, description) VALUES (99, 'future')",
+        guard.schema()
+    ))
+    .execute(&mut conn)
+    .await
+    .expect("future version");
     for migrate in [true, false] {
-        let result = PostgresStore::connect(&test_url(), PostgresOptions { migrate, ..PostgresOptions::with_schema(guard.schema()) }).await;
-        assert!(matches!(result, Err(StoreError::Unavailable { retryable: false, .. })), "{result:?}");
+        let result = PostgresStore::connect(
+            &test_url(),
+            PostgresOptions {
+                migrate,
+                ..PostgresOptions::with_schema(guard.schema())
+            },
+        )
+        .await;
+        assert!(
+            matches!(
+                result,
+                Err(StoreError::Unavailable {
+                    retryable: false,
+                    ..
+                })
+            ),
+            "{result:?}"
+        );
     }
-    let missing = PostgresStore::connect(&test_url(), PostgresOptions { migrate: false, ..PostgresOptions::with_schema(format!("{}_missing", guard.schema())) }).await;
-    assert!(matches!(missing, Err(StoreError::Unavailable { retryable: false, .. })), "{missing:?}");
+    let missing = PostgresStore::connect(
+        &test_url(),
+        PostgresOptions {
+            migrate: false,
+            ..PostgresOptions::with_schema(format!("{}_missing", guard.schema()))
+        },
+    )
+    .await;
+    assert!(
+        matches!(
+            missing,
+            Err(StoreError::Unavailable {
+                retryable: false,
+                ..
+            })
+        ),
+        "{missing:?}"
+    );
 }
 
 #[tokio::test]
 async fn bad_options_and_unreachable_servers_fail_with_typed_errors() {
-    let bad = PostgresStore::connect(&test_url(), PostgresOptions::with_schema("Robert'); DROP")).await;
-    assert!(matches!(bad, Err(StoreError::InvalidArgument { .. })), "{bad:?}");
-    let zero = PostgresStore::connect(&test_url(), PostgresOptions { pool_size: 0, ..PostgresOptions::default() }).await;
-    assert!(matches!(zero, Err(StoreError::InvalidArgument { .. })), "{zero:?}");
+    let bad =
+        PostgresStore::connect(&test_url(), PostgresOptions::with_schema("Robert'); DROP")).await;
+    assert!(
+        matches!(bad, Err(StoreError::InvalidArgument { .. })),
+        "{bad:?}"
+    );
+    let zero = PostgresStore::connect(
+        &test_url(),
+        PostgresOptions {
+            pool_size: 0,
+            ..PostgresOptions::default()
+        },
+    )
+    .await;
+    assert!(
+        matches!(zero, Err(StoreError::InvalidArgument { .. })),
+        "{zero:?}"
+    );
     let unreachable = PostgresHarness::new()
         .url("postgres://postgres@127.0.0.1:1/test")
         .open_store()
         .await;
-    assert!(matches!(unreachable, Err(StoreError::Unavailable { retryable: true, .. })), "{unreachable:?}");
+    assert!(
+        matches!(
+            unreachable,
+            Err(StoreError::Unavailable {
+                retryable: true,
+                ..
+            })
+        ),
+        "{unreachable:?}"
+    );
     let url = format!("{}?schema=docket_t_url_probe&pool_size=2", test_url());
-    let via_url = PostgresStore::connect_url(&url).await.expect("connect via url");
+    let via_url = PostgresStore::connect_url(&url)
+        .await
+        .expect("connect via url");
     assert_eq!(via_url.schema(), "docket_t_url_probe");
     let mut conn = admin().await;
-    sqlx::raw_sql("DROP SCHEMA docket_t_url_probe CASCADE").execute(&mut conn).await.expect("drop");
+    sqlx::raw_sql("DROP SCHEMA docket_t_url_probe CASCADE")
+        .execute(&mut conn)
+        .await
+        .expect("drop");
     let _ = testing::fresh_schema_name();
 }

@@ -34,7 +34,17 @@ async fn subscribers_get_a_hint_when_a_commit_makes_a_run_due() {
     let lease = claim_one(&store, t(1)).await;
     let second = next(&run, t(2));
     store
-        .commit_claimed(&SYSTEM, claimed(second, 1, &lease.claim_token, ClaimedSchedule::Release(ReleaseWake::Immediate), t(2)), vec![])
+        .commit_claimed(
+            &SYSTEM,
+            claimed(
+                second,
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::Release(ReleaseWake::Immediate),
+                t(2),
+            ),
+            vec![],
+        )
         .await
         .expect("commit");
     next_hint(&mut wakeups).await;
@@ -68,7 +78,12 @@ async fn only_due_wakes_notify_and_only_after_commit() {
         let pool = pool.clone();
         let marker = marker.clone();
         async move {
-            sqlx::query("SELECT pg_notify($1, $2)").bind(WAKE_CHANNEL).bind(marker).execute(&pool).await.expect("marker");
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(WAKE_CHANNEL)
+                .bind(marker)
+                .execute(&pool)
+                .await
+                .expect("marker");
         }
     };
 
@@ -82,26 +97,64 @@ async fn only_due_wakes_notify_and_only_after_commit() {
     // Claims, releases, retained claims, future/external wakes, abandons and failed commits
     // are silent.
     let lease = claim_one(&store, t(1)).await;
-    store.release_claim(&run.id, &lease.claim_token, t(2)).await.expect("release");
+    store
+        .release_claim(&run.id, &lease.claim_token, t(2))
+        .await
+        .expect("release");
     let lease = claim_one(&store, t(3)).await;
     let second = next(&run, t(4));
     store
-        .commit_claimed(&SYSTEM, claimed(second.clone(), 1, &lease.claim_token, ClaimedSchedule::RetainClaim, t(4)), vec![])
+        .commit_claimed(
+            &SYSTEM,
+            claimed(
+                second.clone(),
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::RetainClaim,
+                t(4),
+            ),
+            vec![],
+        )
         .await
         .expect("retain");
     let third = next(&second, t(5));
     let conflict = store
-        .commit_claimed(&SYSTEM, claimed(third.clone(), 2, &lease.claim_token, ClaimedSchedule::Release(ReleaseWake::Immediate), t(5)), vec![event(&run, 1, t(9), "contradiction")])
+        .commit_claimed(
+            &SYSTEM,
+            claimed(
+                third.clone(),
+                2,
+                &lease.claim_token,
+                ClaimedSchedule::Release(ReleaseWake::Immediate),
+                t(5),
+            ),
+            vec![event(&run, 1, t(9), "contradiction")],
+        )
         .await;
     assert!(conflict.is_err(), "a rolled-back commit");
     store
-        .commit_claimed(&SYSTEM, claimed(third.clone(), 2, &lease.claim_token, ClaimedSchedule::Release(ReleaseWake::At(t(10_000))), t(5)), vec![])
+        .commit_claimed(
+            &SYSTEM,
+            claimed(
+                third.clone(),
+                2,
+                &lease.claim_token,
+                ClaimedSchedule::Release(ReleaseWake::At(t(10_000))),
+                t(5),
+            ),
+            vec![],
+        )
         .await
         .expect("future wake");
     let mut fourth = next(&third, t(6));
     fourth.status = docket_core::model::RunStatus::Waiting;
     store
-        .commit_unclaimed(&SYSTEM, 3, unclaimed(fourth.clone(), ReleaseWake::External, t(6)), vec![])
+        .commit_unclaimed(
+            &SYSTEM,
+            3,
+            unclaimed(fourth.clone(), ReleaseWake::External, t(6)),
+            vec![],
+        )
         .await
         .expect("external");
     let lease = claim_one(&store, t(20_000)).await; // the future run
@@ -112,7 +165,10 @@ async fn only_due_wakes_notify_and_only_after_commit() {
         max_claim_abandons: std::num::NonZeroU32::new(3).expect("max"),
         mode: AbandonMode::Poisoning,
     };
-    store.abandon_claim(&future.id, &lease.claim_token, &policy).await.expect("abandon");
+    store
+        .abandon_claim(&future.id, &lease.claim_token, &policy)
+        .await
+        .expect("abandon");
     send_marker().await;
     expect_next(&mut raw, &schema, &marker, &marker).await;
 
@@ -120,15 +176,27 @@ async fn only_due_wakes_notify_and_only_after_commit() {
     let mut fifth = next(&fourth, t(7));
     fifth.status = docket_core::model::RunStatus::Running;
     store
-        .commit_unclaimed(&SYSTEM, 4, unclaimed(fifth, ReleaseWake::At(t(7)), t(7)), vec![])
+        .commit_unclaimed(
+            &SYSTEM,
+            4,
+            unclaimed(fifth, ReleaseWake::At(t(7)), t(7)),
+            vec![],
+        )
         .await
         .expect("due signal");
     expect_next(&mut raw, &schema, &marker, &schema).await;
-    let mut poisoned = docket_postgres::testing::operational_state(&store, &run.id).await.expect("ops");
+    let mut poisoned = docket_postgres::testing::operational_state(&store, &run.id)
+        .await
+        .expect("ops");
     poisoned.wake_at = None;
     docket_core::store::rules::ops::apply_claim_poison(&mut poisoned, t(8));
-    docket_postgres::testing::write_operational_state(&store, &run.id, &poisoned).await.expect("poison");
-    store.retry_poisoned_run(&SYSTEM, &run.id, t(9)).await.expect("recover");
+    docket_postgres::testing::write_operational_state(&store, &run.id, &poisoned)
+        .await
+        .expect("poison");
+    store
+        .retry_poisoned_run(&SYSTEM, &run.id, t(9))
+        .await
+        .expect("recover");
     expect_next(&mut raw, &schema, &marker, &schema).await;
 }
 

@@ -52,5 +52,9 @@ async fn with_twenty_thousand_runs_the_claim_plan_uses_the_partial_indexes() {
     let batch = store.claim_due(&claim_policy).await.expect("claim");
     assert_eq!(batch.outcome_count(), 10);
     assert!(!batch.leases.is_empty());
-    assert!(started.elapsed().as_secs() < 20, "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "took {:?}",
+        started.elapsed()
+    );
 }

@@ -33,7 +33,13 @@ async fn sixteen_concurrent_claimed_commits_at_one_seq_have_exactly_one_winner()
             let token = lease.claim_token.clone();
             tasks.push(tokio::spawn(async move {
                 let events = vec![event(&proposal, 2, t(2), &format!("racer {racer}"))];
-                let commit = claimed(proposal, 1, &token, ClaimedSchedule::Release(ReleaseWake::Terminal), t(2));
+                let commit = claimed(
+                    proposal,
+                    1,
+                    &token,
+                    ClaimedSchedule::Release(ReleaseWake::Terminal),
+                    t(2),
+                );
                 let mut commit = commit;
                 commit.run = done(&commit.run, t(2)).with_seq(2);
                 barrier.wait().await;
@@ -52,7 +58,14 @@ async fn sixteen_concurrent_claimed_commits_at_one_seq_have_exactly_one_winner()
         assert_eq!(winners.len(), 1, "round {round}: exactly one winner");
         let stored = store.fetch_event(&SYSTEM, &run.id, 2).await.expect("event");
         assert_eq!(stored.payload["note"], format!("racer {}", winners[0]));
-        assert_eq!(store.fetch_run(&SYSTEM, &run.id).await.expect("run").checkpoint_seq, 2);
+        assert_eq!(
+            store
+                .fetch_run(&SYSTEM, &run.id)
+                .await
+                .expect("run")
+                .checkpoint_seq,
+            2
+        );
     }
 }
 
@@ -71,7 +84,12 @@ async fn concurrent_unclaimed_commits_at_one_seq_have_exactly_one_winner() {
             let events = vec![event(&proposal, 2, t(2), &format!("signal {racer}"))];
             barrier.wait().await;
             let result = store
-                .commit_unclaimed(&Scope::Tenantless, 1, unclaimed(proposal, ReleaseWake::Immediate, t(2)), events)
+                .commit_unclaimed(
+                    &Scope::Tenantless,
+                    1,
+                    unclaimed(proposal, ReleaseWake::Immediate, t(2)),
+                    events,
+                )
                 .await;
             (racer, result)
         }));

@@ -17,7 +17,11 @@ fn through(proxy: &Proxy) -> String {
     let (scheme, rest) = url.split_once("://").expect("scheme");
     let (auth, rest) = rest.rsplit_once('@').map_or(("", rest), |(a, r)| (a, r));
     let (_, path) = rest.split_once('/').expect("a database path");
-    let at = if auth.is_empty() { String::new() } else { format!("{auth}@") };
+    let at = if auth.is_empty() {
+        String::new()
+    } else {
+        format!("{auth}@")
+    };
     let sep = if path.contains('?') { '&' } else { '?' };
     format!("{scheme}://{at}{}/{path}{sep}sslmode=disable", proxy.addr)
 }
@@ -32,7 +36,10 @@ fn upstream() -> String {
 async fn proxied(schema: &str, proxy: &Proxy) -> PostgresStore {
     PostgresStore::connect(
         &through(proxy),
-        PostgresOptions { pool_size: 1, ..PostgresOptions::with_schema(schema) },
+        PostgresOptions {
+            pool_size: 1,
+            ..PostgresOptions::with_schema(schema)
+        },
     )
     .await
     .expect("connect through the proxy")
@@ -51,12 +58,32 @@ async fn a_successful_claimed_commit_is_one_round_trip_and_a_rejected_one_two() 
         let proposal = next(&run, t(2));
         let events = vec![event(&proposal, proposal.event_seq, t(2), "warm")];
         store
-            .commit_claimed(&SYSTEM, claimed(proposal.clone(), run.checkpoint_seq, &lease.claim_token, retain, t(2)), events)
+            .commit_claimed(
+                &SYSTEM,
+                claimed(
+                    proposal.clone(),
+                    run.checkpoint_seq,
+                    &lease.claim_token,
+                    retain,
+                    t(2),
+                ),
+                events,
+            )
             .await
             .expect("commit");
         run = proposal;
         let stale = store
-            .commit_claimed(&SYSTEM, claimed(next(&run, t(2)), run.checkpoint_seq, &docket_core::model::ClaimToken::mint(), retain, t(2)), vec![])
+            .commit_claimed(
+                &SYSTEM,
+                claimed(
+                    next(&run, t(2)),
+                    run.checkpoint_seq,
+                    &docket_core::model::ClaimToken::mint(),
+                    retain,
+                    t(2),
+                ),
+                vec![],
+            )
             .await;
         assert!(matches!(stale, Err(StoreError::StaleCheckpoint)));
     }
@@ -65,17 +92,45 @@ async fn a_successful_claimed_commit_is_one_round_trip_and_a_rejected_one_two() 
         let events = vec![event(&proposal, proposal.event_seq, t(3), "measured")];
         let before = proxy.round_trips();
         store
-            .commit_claimed(&SYSTEM, claimed(proposal.clone(), run.checkpoint_seq, &lease.claim_token, retain, t(3)), events)
+            .commit_claimed(
+                &SYSTEM,
+                claimed(
+                    proposal.clone(),
+                    run.checkpoint_seq,
+                    &lease.claim_token,
+                    retain,
+                    t(3),
+                ),
+                events,
+            )
             .await
             .expect("commit");
-        assert_eq!(proxy.round_trips() - before, 1, "the hot path is one round trip");
+        assert_eq!(
+            proxy.round_trips() - before,
+            1,
+            "the hot path is one round trip"
+        );
         run = proposal;
         let before = proxy.round_trips();
         let stale = store
-            .commit_claimed(&SYSTEM, claimed(next(&run, t(3)), run.checkpoint_seq, &docket_core::model::ClaimToken::mint(), retain, t(3)), vec![])
+            .commit_claimed(
+                &SYSTEM,
+                claimed(
+                    next(&run, t(3)),
+                    run.checkpoint_seq,
+                    &docket_core::model::ClaimToken::mint(),
+                    retain,
+                    t(3),
+                ),
+                vec![],
+            )
             .await;
         assert!(matches!(stale, Err(StoreError::StaleCheckpoint)));
-        assert_eq!(proxy.round_trips() - before, 2, "the statement plus one diagnostic read");
+        assert_eq!(
+            proxy.round_trips() - before,
+            2,
+            "the statement plus one diagnostic read"
+        );
     }
 }
 
@@ -89,9 +144,22 @@ async fn a_connection_lost_after_sending_a_write_is_ambiguous_and_before_a_read_
     let proposal = next(&run, t(2));
     proxy.cut_after_next_execute();
     let result = store
-        .commit_claimed(&SYSTEM, claimed(proposal.clone(), 1, &lease.claim_token, ClaimedSchedule::Release(ReleaseWake::Immediate), t(2)), vec![event(&proposal, 2, t(2), "cut")])
+        .commit_claimed(
+            &SYSTEM,
+            claimed(
+                proposal.clone(),
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::Release(ReleaseWake::Immediate),
+                t(2),
+            ),
+            vec![event(&proposal, 2, t(2), "cut")],
+        )
         .await;
-    assert!(matches!(result, Err(StoreError::Ambiguous { .. })), "{result:?}");
+    assert!(
+        matches!(result, Err(StoreError::Ambiguous { .. })),
+        "{result:?}"
+    );
     // The outcome is resolved by re-reading (DESIGN §6): either fully applied or not at all.
     let stored = direct.fetch_run(&SYSTEM, &run.id).await.expect("re-read");
     let event2 = direct.fetch_event(&SYSTEM, &run.id, 2).await;
@@ -104,9 +172,21 @@ async fn a_connection_lost_after_sending_a_write_is_ambiguous_and_before_a_read_
     }
     proxy.cut_after_next_execute();
     let read = store.fetch_run(&SYSTEM, &run.id).await;
-    assert!(matches!(read, Err(StoreError::Unavailable { retryable: true, .. })), "{read:?}");
+    assert!(
+        matches!(
+            read,
+            Err(StoreError::Unavailable {
+                retryable: true,
+                ..
+            })
+        ),
+        "{read:?}"
+    );
     // The pool recovers with a fresh connection.
-    store.fetch_run(&SYSTEM, &run.id).await.expect("after reconnecting");
+    store
+        .fetch_run(&SYSTEM, &run.id)
+        .await
+        .expect("after reconnecting");
 }
 
 async fn named_statements(store: &PostgresStore) -> i64 {
@@ -122,7 +202,17 @@ async fn exercise(store: &PostgresStore) {
     let lease = claim_one(store, t(1)).await;
     let proposal = next(&run, t(2));
     store
-        .commit_claimed(&SYSTEM, claimed(proposal, 1, &lease.claim_token, ClaimedSchedule::Release(ReleaseWake::Immediate), t(2)), vec![])
+        .commit_claimed(
+            &SYSTEM,
+            claimed(
+                proposal,
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::Release(ReleaseWake::Immediate),
+                t(2),
+            ),
+            vec![],
+        )
         .await
         .expect("commit");
     store.fetch_run(&SYSTEM, &run.id).await.expect("fetch");
@@ -130,10 +220,22 @@ async fn exercise(store: &PostgresStore) {
 
 #[tokio::test]
 async fn poll_only_mode_leaves_no_named_prepared_statements_in_the_session() {
-    let (pooled, _g1) = PostgresHarness::new().pool_size(1).open_store().await.expect("server");
+    let (pooled, _g1) = PostgresHarness::new()
+        .pool_size(1)
+        .open_store()
+        .await
+        .expect("server");
     exercise(&pooled).await;
-    assert!(named_statements(&pooled).await > 0, "the probe can see cached statements");
-    let (poll_only, _g2) = PostgresHarness::new().pool_size(1).poll_only().open_store().await.expect("server");
+    assert!(
+        named_statements(&pooled).await > 0,
+        "the probe can see cached statements"
+    );
+    let (poll_only, _g2) = PostgresHarness::new()
+        .pool_size(1)
+        .poll_only()
+        .open_store()
+        .await
+        .expect("server");
     exercise(&poll_only).await;
     assert_eq!(named_statements(&poll_only).await, 0);
 }

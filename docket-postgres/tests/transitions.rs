@@ -28,10 +28,15 @@ async fn initialize_stores_the_exact_document_and_the_initial_operational_row() 
     assert!(text.contains('\0'));
     let numbers = fetched.input["numbers"].as_array().expect("numbers");
     assert!(numbers[1].as_f64().expect("float").is_sign_negative());
-    let info = store.inspect_run(&(&owner).into(), &run.id).await.expect("inspect");
+    let info = store
+        .inspect_run(&(&owner).into(), &run.id)
+        .await
+        .expect("inspect");
     assert_eq!(info.owner, owner);
     assert_eq!(
-        testing::operational_state(&store, &run.id).await.expect("ops"),
+        testing::operational_state(&store, &run.id)
+            .await
+            .expect("ops"),
         ops::initial_state(t(5))
     );
     let latest = store
@@ -69,10 +74,19 @@ async fn initialize_refuses_a_taken_id_in_any_scope_and_a_missing_graph_without_
         }
     };
     let graph_a = testing_graph(&run);
-    assert_eq!(kind(again(a.clone(), graph_a.clone()).await), StoreErrorKind::Conflict);
-    assert_eq!(kind(again(b.clone(), graph_b).await), StoreErrorKind::Conflict);
+    assert_eq!(
+        kind(again(a.clone(), graph_a.clone()).await),
+        StoreErrorKind::Conflict
+    );
+    assert_eq!(
+        kind(again(b.clone(), graph_b).await),
+        StoreErrorKind::Conflict
+    );
     // The graph exists for `a` only: for `c` it is absent, which wins over the taken id.
-    assert_eq!(kind(again(tenant("c"), graph_a).await), StoreErrorKind::NotFound);
+    assert_eq!(
+        kind(again(tenant("c"), graph_a).await),
+        StoreErrorKind::NotFound
+    );
     let mut unknown = testing_graph(&run);
     unknown.graph_hash = GraphHash::new("0".repeat(64)).expect("hash");
     let fresh = initialized_run("r2", &unknown, t(1));
@@ -125,9 +139,17 @@ async fn initialize_rejects_malformed_proposals_before_any_write() {
     let cases = vec![
         (proposal(waiting), vec![], StoreErrorKind::InvalidTransition),
         (proposal(seq0), vec![], StoreErrorKind::InvalidTransition),
-        (proposal(no_update), vec![], StoreErrorKind::InvalidTransition),
+        (
+            proposal(no_update),
+            vec![],
+            StoreErrorKind::InvalidTransition,
+        ),
         (wrong_type, vec![], StoreErrorKind::InvalidTransition),
-        (proposal(base.clone()), vec![foreign], StoreErrorKind::InvalidTransition),
+        (
+            proposal(base.clone()),
+            vec![foreign],
+            StoreErrorKind::InvalidTransition,
+        ),
         (
             proposal(base.clone()),
             vec![event(&base, 1, t(0), "a"), event(&base, 1, t(0), "b")],
@@ -175,50 +197,108 @@ async fn claimed_commit_fences_reject_without_writing_in_the_rules_order() {
         let store = store.clone();
         let before = before.clone();
         async move {
-            let result = store
-                .commit_claimed(&scope, commit, vec![])
-                .await;
+            let result = store.commit_claimed(&scope, commit, vec![]).await;
             assert_eq!(kind(result), expected);
-            assert_eq!(snapshot(&store).await, before, "unchanged after {expected:?}");
+            assert_eq!(
+                snapshot(&store).await,
+                before,
+                "unchanged after {expected:?}"
+            );
         }
     };
-    reject(scope.clone(), claimed(good.clone(), 1, &ClaimToken::mint(), retain, t(2)), StoreErrorKind::StaleCheckpoint).await;
+    reject(
+        scope.clone(),
+        claimed(good.clone(), 1, &ClaimToken::mint(), retain, t(2)),
+        StoreErrorKind::StaleCheckpoint,
+    )
+    .await;
     let not_uuid = ClaimToken::new("not-a-uuid").expect("token");
-    reject(scope.clone(), claimed(good.clone(), 1, &not_uuid, retain, t(2)), StoreErrorKind::StaleCheckpoint).await;
+    reject(
+        scope.clone(),
+        claimed(good.clone(), 1, &not_uuid, retain, t(2)),
+        StoreErrorKind::StaleCheckpoint,
+    )
+    .await;
     let upper = ClaimToken::new(token.as_str().to_uppercase()).expect("token");
-    reject(scope.clone(), claimed(good.clone(), 1, &upper, retain, t(2)), StoreErrorKind::StaleCheckpoint).await;
+    reject(
+        scope.clone(),
+        claimed(good.clone(), 1, &upper, retain, t(2)),
+        StoreErrorKind::StaleCheckpoint,
+    )
+    .await;
     // Seq skip is malformed (validated before lookup).
     let mut skip = next(&run, t(2));
     skip.checkpoint_seq = 4;
-    reject(scope.clone(), claimed(skip, 1, &token, retain, t(2)), StoreErrorKind::InvalidTransition).await;
+    reject(
+        scope.clone(),
+        claimed(skip, 1, &token, retain, t(2)),
+        StoreErrorKind::InvalidTransition,
+    )
+    .await;
     // Identity beats the fence: a changed started_at is invalid even with a wrong token.
     let mut moved = good.clone();
     moved.started_at = Some(t(-1));
-    reject(scope.clone(), claimed(moved, 1, &ClaimToken::mint(), retain, t(2)), StoreErrorKind::InvalidTransition).await;
+    reject(
+        scope.clone(),
+        claimed(moved, 1, &ClaimToken::mint(), retain, t(2)),
+        StoreErrorKind::InvalidTransition,
+    )
+    .await;
     let mut rebound = good.clone();
     rebound.graph_hash = GraphHash::new("f".repeat(64)).expect("hash");
-    reject(scope.clone(), claimed(rebound, 1, &token, retain, t(2)), StoreErrorKind::InvalidTransition).await;
+    reject(
+        scope.clone(),
+        claimed(rebound, 1, &token, retain, t(2)),
+        StoreErrorKind::InvalidTransition,
+    )
+    .await;
     // Scope beats identity: another tenant sees nothing.
     let mut foreign = good.clone();
     foreign.graph_hash = GraphHash::new("f".repeat(64)).expect("hash");
-    reject(tenant("b").into(), claimed(foreign, 1, &token, retain, t(2)), StoreErrorKind::NotFound).await;
-    reject(Scope::Tenantless, claimed(good.clone(), 1, &token, retain, t(2)), StoreErrorKind::NotFound).await;
+    reject(
+        tenant("b").into(),
+        claimed(foreign, 1, &token, retain, t(2)),
+        StoreErrorKind::NotFound,
+    )
+    .await;
+    reject(
+        Scope::Tenantless,
+        claimed(good.clone(), 1, &token, retain, t(2)),
+        StoreErrorKind::NotFound,
+    )
+    .await;
     let mut unknown = good.clone();
     unknown.id = rid("nope");
-    reject(SYSTEM, claimed(unknown, 1, &token, retain, t(2)), StoreErrorKind::NotFound).await;
+    reject(
+        SYSTEM,
+        claimed(unknown, 1, &token, retain, t(2)),
+        StoreErrorKind::NotFound,
+    )
+    .await;
 
     store
-        .commit_claimed(&scope, claimed(good.clone(), 1, &token, retain, t(2)), vec![event(&good, 2, t(2), "ok")])
+        .commit_claimed(
+            &scope,
+            claimed(good.clone(), 1, &token, retain, t(2)),
+            vec![event(&good, 2, t(2), "ok")],
+        )
         .await
         .expect("the current holder commits");
     let after = snapshot(&store).await;
     // Replaying the same proposal is a stale fence now.
     let result = store
-        .commit_claimed(&scope, claimed(good.clone(), 1, &token, retain, t(3)), vec![event(&good, 2, t(2), "ok")])
+        .commit_claimed(
+            &scope,
+            claimed(good.clone(), 1, &token, retain, t(3)),
+            vec![event(&good, 2, t(2), "ok")],
+        )
         .await;
     assert_eq!(kind(result), StoreErrorKind::StaleCheckpoint);
     assert_eq!(snapshot(&store).await, after);
-    assert_eq!(store.fetch_event(&scope, &run.id, 2).await.expect("event"), event(&good, 2, t(2), "ok"));
+    assert_eq!(
+        store.fetch_event(&scope, &run.id, 2).await.expect("event"),
+        event(&good, 2, t(2), "ok")
+    );
 }
 
 /// Every schedule's effect on the row equals `rules::ops::apply_commit`.
@@ -228,10 +308,22 @@ async fn claimed_schedules_have_the_effects_of_the_shared_rules() {
     let owner = OwnerScope::Tenantless;
     let schedules = [
         (ClaimedSchedule::RetainClaim, RunStatus::Running),
-        (ClaimedSchedule::Release(ReleaseWake::Immediate), RunStatus::Running),
-        (ClaimedSchedule::Release(ReleaseWake::At(t(500))), RunStatus::Running),
-        (ClaimedSchedule::Release(ReleaseWake::External), RunStatus::Waiting),
-        (ClaimedSchedule::Release(ReleaseWake::Terminal), RunStatus::Done),
+        (
+            ClaimedSchedule::Release(ReleaseWake::Immediate),
+            RunStatus::Running,
+        ),
+        (
+            ClaimedSchedule::Release(ReleaseWake::At(t(500))),
+            RunStatus::Running,
+        ),
+        (
+            ClaimedSchedule::Release(ReleaseWake::External),
+            RunStatus::Waiting,
+        ),
+        (
+            ClaimedSchedule::Release(ReleaseWake::Terminal),
+            RunStatus::Done,
+        ),
     ];
     for (i, (schedule, status)) in schedules.into_iter().enumerate() {
         let id = format!("r{i}");
@@ -245,9 +337,13 @@ async fn claimed_schedules_have_the_effects_of_the_shared_rules() {
             .find(|l| l.run_id == run.id)
             .expect("lease");
         // Pretend earlier trouble, to see the reset.
-        let mut before = testing::operational_state(&store, &run.id).await.expect("ops");
+        let mut before = testing::operational_state(&store, &run.id)
+            .await
+            .expect("ops");
         before.claim_abandons = 3;
-        testing::write_operational_state(&store, &run.id, &before).await.expect("write");
+        testing::write_operational_state(&store, &run.id, &before)
+            .await
+            .expect("write");
         let mut proposed = match status {
             RunStatus::Done => done(&run, t(2)),
             _ => next(&run, t(2)),
@@ -255,15 +351,28 @@ async fn claimed_schedules_have_the_effects_of_the_shared_rules() {
         proposed.status = status;
         let mut commit = claimed(proposed.clone(), 1, &lease.claim_token, schedule, t(3));
         commit.checkpoint_type = CheckpointType::RetryScheduled;
-        store.commit_claimed(&SYSTEM, commit, vec![]).await.expect("commit");
+        store
+            .commit_claimed(&SYSTEM, commit, vec![])
+            .await
+            .expect("commit");
         let mut expected = before.clone();
-        ops::apply_commit(&mut expected, CheckpointType::RetryScheduled, schedule, t(3));
+        ops::apply_commit(
+            &mut expected,
+            CheckpointType::RetryScheduled,
+            schedule,
+            t(3),
+        );
         assert_eq!(
-            testing::operational_state(&store, &run.id).await.expect("ops"),
+            testing::operational_state(&store, &run.id)
+                .await
+                .expect("ops"),
             expected,
             "{schedule:?}"
         );
-        assert_eq!(store.fetch_run(&SYSTEM, &run.id).await.expect("fetch"), proposed);
+        assert_eq!(
+            store.fetch_run(&SYSTEM, &run.id).await.expect("fetch"),
+            proposed
+        );
         let refreshed = store.refresh_claim(&run.id, &lease.claim_token, t(4)).await;
         assert_eq!(refreshed.is_ok(), schedule == ClaimedSchedule::RetainClaim);
     }
@@ -284,10 +393,16 @@ async fn a_claimed_commit_accepts_identical_stored_events_and_rejects_different_
         .commit_claimed(
             &SYSTEM,
             claimed(second.clone(), 1, &lease.claim_token, retain, t(2)),
-            vec![event(&run, 1, t(0), "different"), event(&second, 2, t(2), "fresh")],
+            vec![
+                event(&run, 1, t(0), "different"),
+                event(&second, 2, t(2), "fresh"),
+            ],
         )
         .await;
-    assert!(matches!(result, Err(StoreError::EventConflict { seq: 1 })), "{result:?}");
+    assert!(
+        matches!(result, Err(StoreError::EventConflict { seq: 1 })),
+        "{result:?}"
+    );
     assert_eq!(snapshot(&store).await, before);
     // The identical stored event is accepted alongside the new one.
     store
@@ -299,10 +414,20 @@ async fn a_claimed_commit_accepts_identical_stored_events_and_rejects_different_
         .await
         .expect("identical replay is accepted");
     let page = store
-        .list_events(&SYSTEM, &run.id, &docket_core::model::EventQuery { after_seq: 0, limit: 10 })
+        .list_events(
+            &SYSTEM,
+            &run.id,
+            &docket_core::model::EventQuery {
+                after_seq: 0,
+                limit: 10,
+            },
+        )
         .await
         .expect("events");
-    assert_eq!(page.events, vec![stored_init, event(&second, 2, t(2), "fresh")]);
+    assert_eq!(
+        page.events,
+        vec![stored_init, event(&second, 2, t(2), "fresh")]
+    );
 }
 
 #[tokio::test]
@@ -317,9 +442,27 @@ async fn an_unclaimed_commit_is_a_seq_cas_that_revokes_the_claim() {
 
     let before = snapshot(&store).await;
     for (scope, expected_seq, proposal, events, expected) in [
-        (tenant("b").into(), 1, signal.clone(), vec![], StoreErrorKind::NotFound),
-        (scope.clone(), 0, signal.clone(), vec![], StoreErrorKind::InvalidTransition),
-        (scope.clone(), 0, run.clone(), vec![], StoreErrorKind::StaleCheckpoint),
+        (
+            tenant("b").into(),
+            1,
+            signal.clone(),
+            vec![],
+            StoreErrorKind::NotFound,
+        ),
+        (
+            scope.clone(),
+            0,
+            signal.clone(),
+            vec![],
+            StoreErrorKind::InvalidTransition,
+        ),
+        (
+            scope.clone(),
+            0,
+            run.clone(),
+            vec![],
+            StoreErrorKind::StaleCheckpoint,
+        ),
         (
             scope.clone(),
             1,
@@ -335,24 +478,49 @@ async fn an_unclaimed_commit_is_a_seq_cas_that_revokes_the_claim() {
             scope.clone(),
             1,
             signal.clone(),
-            vec![event(&run, 1, t(0), "contradiction"), event(&signal, 2, t(2), "s")],
+            vec![
+                event(&run, 1, t(0), "contradiction"),
+                event(&signal, 2, t(2), "s"),
+            ],
             StoreErrorKind::EventConflict,
         ),
     ] {
         let result = store
-            .commit_unclaimed(&scope, expected_seq, unclaimed(proposal, wake, t(2)), events)
+            .commit_unclaimed(
+                &scope,
+                expected_seq,
+                unclaimed(proposal, wake, t(2)),
+                events,
+            )
             .await;
         assert_eq!(kind(result), expected);
         assert_eq!(snapshot(&store).await, before);
     }
 
-    let mut ops_before = testing::operational_state(&store, &run.id).await.expect("ops");
+    let mut ops_before = testing::operational_state(&store, &run.id)
+        .await
+        .expect("ops");
     store
-        .commit_unclaimed(&scope, 1, unclaimed(signal.clone(), wake, t(2)), vec![event(&signal, 2, t(2), "s")])
+        .commit_unclaimed(
+            &scope,
+            1,
+            unclaimed(signal.clone(), wake, t(2)),
+            vec![event(&signal, 2, t(2), "s")],
+        )
         .await
         .expect("signal commits");
-    ops::apply_unclaimed_commit(&mut ops_before, CheckpointType::InterruptResolved, wake, t(2));
-    assert_eq!(testing::operational_state(&store, &run.id).await.expect("ops"), ops_before);
+    ops::apply_unclaimed_commit(
+        &mut ops_before,
+        CheckpointType::InterruptResolved,
+        wake,
+        t(2),
+    );
+    assert_eq!(
+        testing::operational_state(&store, &run.id)
+            .await
+            .expect("ops"),
+        ops_before
+    );
     assert!(matches!(
         store.refresh_claim(&run.id, &lease.claim_token, t(3)).await,
         Err(StoreError::ClaimLost)
@@ -364,7 +532,17 @@ async fn an_unclaimed_commit_is_a_seq_cas_that_revokes_the_claim() {
     assert_eq!(kind(replay), StoreErrorKind::StaleCheckpoint);
     // The old holder's claimed commit is fenced out too.
     let stale = store
-        .commit_claimed(&scope, claimed(signal.clone(), 1, &lease.claim_token, ClaimedSchedule::RetainClaim, t(3)), vec![])
+        .commit_claimed(
+            &scope,
+            claimed(
+                signal.clone(),
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::RetainClaim,
+                t(3),
+            ),
+            vec![],
+        )
         .await;
     assert_eq!(kind(stale), StoreErrorKind::StaleCheckpoint);
     assert_eq!(snapshot(&store).await, after);
@@ -372,12 +550,22 @@ async fn an_unclaimed_commit_is_a_seq_cas_that_revokes_the_claim() {
     // Terminal runs absorb: done cannot become running again.
     let finished = done(&signal, t(4));
     store
-        .commit_unclaimed(&scope, 2, unclaimed(finished.clone(), ReleaseWake::Terminal, t(4)), vec![])
+        .commit_unclaimed(
+            &scope,
+            2,
+            unclaimed(finished.clone(), ReleaseWake::Terminal, t(4)),
+            vec![],
+        )
         .await
         .expect("finish");
     let after = snapshot(&store).await;
     let revive = store
-        .commit_unclaimed(&scope, 3, unclaimed(next(&signal, t(5)).clone_with_seq(4), wake, t(5)), vec![])
+        .commit_unclaimed(
+            &scope,
+            3,
+            unclaimed(next(&signal, t(5)).clone_with_seq(4), wake, t(5)),
+            vec![],
+        )
         .await;
     assert_eq!(kind(revive), StoreErrorKind::InvalidTransition);
     assert_eq!(snapshot(&store).await, after);
@@ -402,19 +590,42 @@ async fn graph_versions_are_content_addressed_and_owner_scoped() {
     let a = tenant("a");
     let doc = graph_doc("g1", 0);
     let graph = graph_ref_of(&doc);
-    store.save_graph(&a, &graph, &doc, t(0)).await.expect("save");
-    store.save_graph(&a, &graph, &doc, t(9)).await.expect("idempotent");
+    store
+        .save_graph(&a, &graph, &doc, t(0))
+        .await
+        .expect("save");
+    store
+        .save_graph(&a, &graph, &doc, t(9))
+        .await
+        .expect("idempotent");
     let versions = store
-        .list_graph_versions(&a, &graph.graph_id, &docket_core::model::GraphVersionQuery { limit: 10, before: None })
+        .list_graph_versions(
+            &a,
+            &graph.graph_id,
+            &docket_core::model::GraphVersionQuery {
+                limit: 10,
+                before: None,
+            },
+        )
         .await
         .expect("list");
     assert_eq!(versions.versions.len(), 1);
-    assert_eq!(versions.versions[0].published_at, t(0), "re-saving keeps the publication time");
+    assert_eq!(
+        versions.versions[0].published_at,
+        t(0),
+        "re-saving keeps the publication time"
+    );
     assert_eq!(store.fetch_graph(&a, &graph).await.expect("fetch"), doc);
-    assert_eq!(kind(store.fetch_graph(&tenant("b"), &graph).await), StoreErrorKind::NotFound);
+    assert_eq!(
+        kind(store.fetch_graph(&tenant("b"), &graph).await),
+        StoreErrorKind::NotFound
+    );
     let mut wrong = graph.clone();
     wrong.graph_hash = GraphHash::new("a".repeat(64)).expect("hash");
-    assert_eq!(kind(store.save_graph(&a, &wrong, &doc, t(1)).await), StoreErrorKind::InvalidGraphHash);
+    assert_eq!(
+        kind(store.save_graph(&a, &wrong, &doc, t(1)).await),
+        StoreErrorKind::InvalidGraphHash
+    );
     let other = graph_doc("g2", 0);
     assert_eq!(
         kind(store.save_graph(&a, &graph, &other, t(1)).await),
@@ -423,15 +634,33 @@ async fn graph_versions_are_content_addressed_and_owner_scoped() {
     // Paging newest first by (published_at, hash), cursor preserved on the empty page.
     for rev in 1..=3 {
         let d = graph_doc("g1", rev);
-        store.save_graph(&a, &graph_ref_of(&d), &d, t(i64::try_from(rev).expect("rev"))).await.expect("save rev");
+        store
+            .save_graph(
+                &a,
+                &graph_ref_of(&d),
+                &d,
+                t(i64::try_from(rev).expect("rev")),
+            )
+            .await
+            .expect("save rev");
     }
-    let latest = store.fetch_latest_graph_ref(&a, &graph.graph_id).await.expect("latest");
+    let latest = store
+        .fetch_latest_graph_ref(&a, &graph.graph_id)
+        .await
+        .expect("latest");
     assert_eq!(latest, graph_ref_of(&graph_doc("g1", 3)));
     let mut seen = Vec::new();
     let mut before = None;
     loop {
         let page = store
-            .list_graph_versions(&a, &graph.graph_id, &docket_core::model::GraphVersionQuery { limit: 1, before: before.clone() })
+            .list_graph_versions(
+                &a,
+                &graph.graph_id,
+                &docket_core::model::GraphVersionQuery {
+                    limit: 1,
+                    before: before.clone(),
+                },
+            )
             .await
             .expect("page");
         if page.versions.is_empty() {
@@ -444,7 +673,15 @@ async fn graph_versions_are_content_addressed_and_owner_scoped() {
     }
     assert_eq!(seen, vec![t(3), t(2), t(1), t(0)]);
     // Corrupt bytes are loud, never absent.
-    testing::corrupt_graph(&store, &a, &graph).await.expect("corrupt");
-    assert_eq!(kind(store.fetch_graph(&a, &graph).await), StoreErrorKind::CorruptGraph);
-    assert_eq!(kind(store.save_graph(&a, &graph, &doc, t(5)).await), StoreErrorKind::GraphContentConflict);
+    testing::corrupt_graph(&store, &a, &graph)
+        .await
+        .expect("corrupt");
+    assert_eq!(
+        kind(store.fetch_graph(&a, &graph).await),
+        StoreErrorKind::CorruptGraph
+    );
+    assert_eq!(
+        kind(store.save_graph(&a, &graph, &doc, t(5)).await),
+        StoreErrorKind::GraphContentConflict
+    );
 }

@@ -70,7 +70,10 @@ pub async fn save_graph(store: &PostgresStore, owner: &OwnerScope) -> GraphRef {
 /// A freshly initialized run document (seq 1, one event).
 pub fn initialized_run(id: &str, graph: &GraphRef, at: Timestamp) -> Run {
     let mut input = ValueMap::new();
-    input.insert("text".into(), json!("nul \u{0} inside, float 1e20 and -0.0"));
+    input.insert(
+        "text".into(),
+        json!("nul \u{0} inside, float 1e20 and -0.0"),
+    );
     input.insert("numbers".into(), json!([1e20, -0.0, 3, 1.5]));
     let mut run = Run::new_created(
         rid(id),
@@ -105,12 +108,7 @@ pub fn event(run: &Run, seq: u64, at: Timestamp, note: &str) -> Event {
 }
 
 /// Saves the graph (idempotent) and initializes run `id`, due at `wake`.
-pub async fn start(
-    store: &PostgresStore,
-    owner: &OwnerScope,
-    id: &str,
-    wake: Timestamp,
-) -> Run {
+pub async fn start(store: &PostgresStore, owner: &OwnerScope, id: &str, wake: Timestamp) -> Run {
     let graph = save_graph(store, owner).await;
     let run = initialized_run(id, &graph, t(0));
     let events = vec![event(&run, 1, t(0), "init")];

@@ -107,7 +107,9 @@ async fn client_to_server(
 ) {
     // Startup phase: untyped messages (length, then a code); SSL/GSS requests repeat it.
     loop {
-        let Some(head) = read_exact(&mut from, 8).await else { return };
+        let Some(head) = read_exact(&mut from, 8).await else {
+            return;
+        };
         let Some(rest) = read_exact(&mut from, len_of(&head).saturating_sub(8)).await else {
             return;
         };
@@ -123,7 +125,9 @@ async fn client_to_server(
     let mut has_work = false;
     let mut has_execute = false;
     loop {
-        let Some(head) = read_exact(&mut from, 5).await else { return };
+        let Some(head) = read_exact(&mut from, 5).await else {
+            return;
+        };
         let Some(body) = read_exact(&mut from, len_of(&head[1..]).saturating_sub(4)).await else {
             return;
         };
