@@ -73,7 +73,7 @@
 //!
 //! ## Testing
 //!
-//! The `testing` feature adds [`testing`]: the conformance-suite harness (one schema per case)
+//! The `testing` feature adds the `testing` module: the conformance-suite harness (one schema per case)
 //! and SQL helpers for tests.
 
 mod claims;

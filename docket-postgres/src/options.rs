@@ -20,6 +20,14 @@ pub struct PostgresOptions {
     pub poll_only: bool,
     /// Run the schema migrations at connect (default `true`).
     pub migrate: bool,
+    /// `lock_timeout` of the store's sessions, in milliseconds (`None`: the server's).
+    /// A statement that waits longer for a row lock fails with a retryable `Unavailable`.
+    pub lock_timeout_ms: Option<u64>,
+    /// `statement_timeout` of the store's sessions, in milliseconds (`None`: the server's).
+    pub statement_timeout_ms: Option<u64>,
+    /// `idle_in_transaction_session_timeout`, in milliseconds (`None`: the server's). Docket
+    /// never keeps a transaction open across user work; this guards against paused processes.
+    pub idle_in_transaction_timeout_ms: Option<u64>,
 }
 
 impl Default for PostgresOptions {
@@ -29,6 +37,9 @@ impl Default for PostgresOptions {
             pool_size: DEFAULT_POOL_SIZE,
             poll_only: false,
             migrate: true,
+            lock_timeout_ms: None,
+            statement_timeout_ms: None,
+            idle_in_transaction_timeout_ms: None,
         }
     }
 }
@@ -41,6 +52,25 @@ impl PostgresOptions {
             schema: schema.into(),
             ..Self::default()
         }
+    }
+
+    /// The session settings to send as startup parameters (`-c name=value`).
+    ///
+    /// Transaction poolers may refuse startup parameters (PgBouncer: see
+    /// `ignore_startup_parameters`); leave these unset behind one and configure the pooler.
+    #[must_use]
+    pub fn session_settings(&self) -> Vec<(&'static str, String)> {
+        [
+            ("lock_timeout", self.lock_timeout_ms),
+            ("statement_timeout", self.statement_timeout_ms),
+            (
+                "idle_in_transaction_session_timeout",
+                self.idle_in_transaction_timeout_ms,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(name, ms)| ms.map(|ms| (name, ms.to_string())))
+        .collect()
     }
 
     /// Checks the options.
@@ -174,8 +204,7 @@ mod tests {
             PostgresOptions {
                 schema: "s1".into(),
                 pool_size: 3,
-                poll_only: false,
-                migrate: true
+                ..PostgresOptions::default()
             }
         );
         let (url, options) = parse_url("postgresql://h/db").expect("url");

@@ -55,6 +55,10 @@ impl PostgresStore {
         options.validate()?;
         let mut connect = PgConnectOptions::from_str(url)
             .map_err(|e| StoreError::invalid_argument(format!("connection URL: {e}")))?;
+        let settings = options.session_settings();
+        if !settings.is_empty() {
+            connect = connect.options(settings);
+        }
         if options.poll_only {
             // Transaction poolers cannot keep named prepared statements across transactions.
             connect = connect.statement_cache_capacity(0);

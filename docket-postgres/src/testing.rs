@@ -94,7 +94,7 @@ impl PostgresHarness {
                 schema: schema.clone(),
                 pool_size: self.pool_size,
                 poll_only: self.poll_only,
-                migrate: true,
+                ..PostgresOptions::default()
             },
         )
         .await;

@@ -13,7 +13,7 @@ use tokio::sync::Barrier;
 async fn sixteen_concurrent_claimed_commits_at_one_seq_have_exactly_one_winner() {
     let (store, _guard) = open().await;
     let owner = OwnerScope::Tenantless;
-    for round in 0..10 {
+    for round in 0..25 {
         let id = format!("r{round}");
         let run = start(&store, &owner, &id, t(0)).await;
         let lease = store
