@@ -73,8 +73,8 @@
 //!
 //! ## Testing
 //!
-//! The `testing` feature adds the `testing` module: the conformance-suite harness (one schema per case)
-//! and SQL helpers for tests.
+//! The `testing` feature adds the `testing` module: the conformance-suite harness (one schema
+//! per case) and SQL helpers for tests.
 
 mod claims;
 mod codec;

@@ -254,7 +254,8 @@ pub async fn raw_snapshot(store: &PostgresStore) -> Result<String, StoreError> {
             .find(|(name, _)| *name == table)
             .map_or("t::text", |(_, key)| key);
         let rows: String = sqlx::query_scalar(&format!(
-            "SELECT COALESCE(string_agg(t::text, E'\\n' ORDER BY {order}), '') FROM {}.{table} AS t",
+            "SELECT COALESCE(string_agg(t::text, E'\\n' ORDER BY {order}), '')
+             FROM {}.{table} AS t",
             store.schema()
         ))
         .fetch_one(&mut *conn)
@@ -295,7 +296,8 @@ pub async fn corrupt_event(
     exec_one(
         store,
         &format!(
-            "UPDATE {}.events SET payload = '\\x7b2274727563'::bytea WHERE run_id = $1 AND seq = $2",
+            "UPDATE {}.events SET payload = '\\x7b2274727563'::bytea
+             WHERE run_id = $1 AND seq = $2",
             store.schema()
         ),
         run_id.as_str(),

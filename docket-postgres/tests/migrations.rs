@@ -43,11 +43,15 @@ async fn migrating_twice_is_a_no_op_and_leaves_public_sqlx_migrations_alone() {
         .expect("create the application's table");
     }
     let marker: i64 = -(i64::from(rand_u16()) + 1_000_000);
-    sqlx::query("INSERT INTO public._sqlx_migrations (version, description, success, checksum, execution_time) VALUES ($1, 'app', true, '\\x00', 1)")
-        .bind(marker)
-        .execute(&mut conn)
-        .await
-        .expect("marker");
+    sqlx::query(
+        "INSERT INTO public._sqlx_migrations
+             (version, description, success, checksum, execution_time)
+         VALUES ($1, 'app', true, '\\x00', 1)",
+    )
+    .bind(marker)
+    .execute(&mut conn)
+    .await
+    .expect("marker");
     let app_before = dump(&mut conn, "public._sqlx_migrations").await;
 
     let (store, guard) = open().await;

@@ -160,7 +160,41 @@ async fn a_connection_lost_after_sending_a_write_is_ambiguous_and_before_a_read_
         matches!(result, Err(StoreError::Ambiguous { .. })),
         "{result:?}"
     );
-    // The outcome is resolved by re-reading (DESIGN §6): either fully applied or not at all.
+    // The orphaned statement may still be running on the server: one snapshot shows it
+    // either fully applied or not at all, never the run without its event.
+    let probe = format!(
+        "SELECT r.checkpoint_seq, EXISTS (SELECT 1 FROM {s}.events AS e
+                                         WHERE e.run_id = r.run_id AND e.seq = 2)
+         FROM {s}.runs AS r WHERE r.run_id = $1",
+        s = guard.schema()
+    );
+    let (seq, has_event): (i64, bool) = sqlx::query_as(&probe)
+        .bind(run.id.as_str())
+        .fetch_one(testing::pool(&direct))
+        .await
+        .expect("probe");
+    assert_eq!(seq == 2, has_event, "all or nothing");
+    // Once the orphaned session is gone, the outcome is settled and a re-read resolves it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let busy: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE '%' || $1 || '%'
+               AND query NOT LIKE '%pg_stat_activity%'",
+        )
+        .bind(guard.schema())
+        .fetch_one(testing::pool(&direct))
+        .await
+        .expect("activity");
+        if busy == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the orphaned statement never ended"
+        );
+        tokio::task::yield_now().await;
+    }
     let stored = direct.fetch_run(&SYSTEM, &run.id).await.expect("re-read");
     let event2 = direct.fetch_event(&SYSTEM, &run.id, 2).await;
     if stored.checkpoint_seq == 2 {
