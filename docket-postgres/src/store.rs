@@ -60,8 +60,10 @@ impl PostgresStore {
             connect = connect.options(settings);
         }
         if options.poll_only {
-            // Transaction poolers cannot keep named prepared statements across transactions.
-            connect = connect.statement_cache_capacity(0);
+            // Transaction poolers cannot keep named prepared statements across transactions,
+            // and many refuse startup parameters they do not track (sqlx would send
+            // `extra_float_digits`, which Docket never needs: it stores no SQL floats).
+            connect = connect.statement_cache_capacity(0).extra_float_digits(None);
         }
         let pool = PgPoolOptions::new()
             .max_connections(options.pool_size)
