@@ -1,0 +1,274 @@
+//! Claims: `claim_due` (one statement), release / refresh / abandon (one conditional UPDATE
+//! each) and poison recovery (a transaction around `SELECT … FOR UPDATE`).
+
+use docket_core::model::{
+    ClaimToken, GraphHash, GraphId, OwnerScope, PoisonReason, Run, RunId, Scope, TenantId,
+    Timestamp,
+};
+use docket_core::store::rules::ops;
+use docket_core::store::{
+    AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimPolicy,
+    PoisonedClaim, StoreError,
+};
+use sqlx::postgres::PgRow;
+use sqlx::{Connection, Row};
+
+use crate::codec::{self, decode_run_row};
+use crate::error;
+use crate::store::{scope_binds, PostgresStore};
+
+/// One returned row of the claim statement, before it becomes a lease or a poison outcome.
+struct Outcome {
+    key: (i64, i32, i64),
+    result: Result<ClaimLease, PoisonedClaim>,
+}
+
+fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
+    StoreError::corrupt(format!("claimed row {what}"), detail)
+}
+
+fn decode_outcome(row: &PgRow, policy: &ClaimPolicy) -> Result<Outcome, StoreError> {
+    let run_id: String = row.try_get("run_id").map_err(error::safe)?;
+    let get = |e: sqlx::Error| corrupt(&run_id, e);
+    let id: i64 = row.try_get("id").map_err(get)?;
+    let class: i32 = row.try_get("class").map_err(get)?;
+    let eligible_at: i64 = row.try_get("eligible_at").map_err(get)?;
+    let id_of = RunId::new(run_id.clone()).map_err(|e| corrupt(&run_id, e))?;
+    let poisoned_at: Option<i64> = row.try_get("poisoned_at").map_err(get)?;
+    let result = if let Some(at) = poisoned_at {
+        Err(PoisonedClaim {
+            run_id: id_of,
+            poisoned_at: Timestamp::from_micros(at),
+            reason: PoisonReason::MaxClaimAttemptsExceeded,
+        })
+    } else {
+        let tenant: Option<String> = row.try_get("tenant_id").map_err(get)?;
+        let owner = match tenant {
+            None => OwnerScope::Tenantless,
+            Some(t) => OwnerScope::Tenant(TenantId::new(t).map_err(|e| corrupt(&run_id, e))?),
+        };
+        let token: String = row.try_get("claim_token").map_err(get)?;
+        let seq: i64 = row.try_get("checkpoint_seq").map_err(get)?;
+        let attempt: i32 = row.try_get("claim_attempts").map_err(get)?;
+        let claimed_at: i64 = row.try_get("claimed_at").map_err(get)?;
+        Ok(ClaimLease {
+            run_id: id_of,
+            owner,
+            graph_id: GraphId::new(row.try_get::<String, _>("graph_id").map_err(get)?)
+                .map_err(|e| corrupt(&run_id, e))?,
+            graph_hash: GraphHash::new(row.try_get::<String, _>("graph_hash").map_err(get)?)
+                .map_err(|e| corrupt(&run_id, e))?,
+            checkpoint_seq: u64::try_from(seq).map_err(|e| corrupt(&run_id, e))?,
+            claim_token: ClaimToken::new(token).map_err(|e| corrupt(&run_id, e))?,
+            claimed_at: Timestamp::from_micros(claimed_at),
+            claim_attempt: u32::try_from(attempt).map_err(|e| corrupt(&run_id, e))?,
+            orphan_ttl_ms: policy.orphan_ttl_ms,
+        })
+    };
+    Ok(Outcome {
+        key: (eligible_at, class, id),
+        result,
+    })
+}
+
+/// `claimed_at < cutoff` is the strict expiry test of `rules::ops::claim_class`.
+fn expiry_cutoff(policy: &ClaimPolicy) -> i64 {
+    let ttl = i64::try_from(policy.orphan_ttl_ms).unwrap_or(i64::MAX);
+    policy.now.add_millis(-ttl).as_micros()
+}
+
+fn preference_code(preference: Option<ClaimClass>) -> Option<i32> {
+    preference.map(|class| match class {
+        ClaimClass::Ready => 0,
+        ClaimClass::Expired => 1,
+    })
+}
+
+impl PostgresStore {
+    fn claim_query<'q>(
+        &self,
+        sql: &'q str,
+        policy: &ClaimPolicy,
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        self.q(sql)
+            .bind(policy.now.as_micros())
+            .bind(expiry_cutoff(policy))
+            .bind(i64::from(policy.limit.get()))
+            .bind(i64::from(policy.max_claim_attempts.get()))
+            .bind(preference_code(policy.preference))
+    }
+
+    pub(crate) async fn do_claim_due(
+        &self,
+        policy: &ClaimPolicy,
+    ) -> Result<ClaimBatch, StoreError> {
+        let rows = {
+            let mut conn = self.conn().await?;
+            self.claim_query(&self.sql().claim_due, policy)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(error::sent)?
+        };
+        let mut outcomes = rows
+            .iter()
+            .map(|row| decode_outcome(row, policy))
+            .collect::<Result<Vec<_>, _>>()?;
+        // Selection order, as `rules::claim_order::select` returns it.
+        outcomes.sort_by_key(|o| o.key);
+        let mut batch = ClaimBatch::default();
+        for outcome in outcomes {
+            match outcome.result {
+                Ok(lease) => batch.leases.push(lease),
+                Err(poison) => batch.poisoned.push(poison),
+            }
+        }
+        Ok(batch)
+    }
+
+    /// The query plan PostgreSQL would use for `claim_due` under `policy` (`EXPLAIN`, not
+    /// executed), one line per plan node. Used to prove the claim reads the partial indexes.
+    ///
+    /// # Errors
+    /// Infrastructure errors.
+    pub async fn explain_claim(&self, policy: &ClaimPolicy) -> Result<String, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows = self
+            .claim_query(&self.sql().explain_claim_due, policy)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(error::safe)?;
+        let lines = rows
+            .iter()
+            .map(|row| row.try_get::<String, _>(0).map_err(error::safe))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(lines.join("\n"))
+    }
+
+    pub(crate) async fn do_refresh(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let Some(token) = codec::token_uuid(token) else {
+            return Err(StoreError::ClaimLost);
+        };
+        let mut conn = self.conn().await?;
+        let row = self
+            .q(&self.sql().refresh)
+            .bind(run_id.as_str())
+            .bind(token)
+            .bind(now.as_micros())
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(error::sent)?;
+        row.map(|_| ()).ok_or(StoreError::ClaimLost)
+    }
+
+    pub(crate) async fn do_release(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let Some(token) = codec::token_uuid(token) else {
+            return Ok(());
+        };
+        let mut conn = self.conn().await?;
+        self.q(&self.sql().release)
+            .bind(run_id.as_str())
+            .bind(token)
+            .bind(now.as_micros())
+            .execute(&mut *conn)
+            .await
+            .map_err(error::sent)?;
+        Ok(())
+    }
+
+    pub(crate) async fn do_abandon(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        policy: &AbandonPolicy,
+    ) -> Result<AbandonOutcome, StoreError> {
+        ops::validate_abandon_policy(policy)?;
+        let (Some(token), Ok(expected)) =
+            (codec::token_uuid(token), i64::try_from(policy.expected_seq))
+        else {
+            return Ok(AbandonOutcome::Stale);
+        };
+        let (non_poisoning, backoff) = match policy.mode {
+            AbandonMode::Poisoning => (false, None),
+            AbandonMode::NonPoisoning { backoff } => (true, backoff),
+        };
+        let mut conn = self.conn().await?;
+        let row = self
+            .q(&self.sql().abandon)
+            .bind(run_id.as_str())
+            .bind(token)
+            .bind(expected)
+            .bind(non_poisoning)
+            .bind(i64::from(policy.max_claim_abandons.get()))
+            .bind(policy.now.as_micros())
+            .bind(policy.retry_at.as_micros())
+            .bind(backoff.is_some())
+            .bind(backoff.map_or_else(|| "0".to_owned(), |b| b.base_ms.to_string()))
+            .bind(backoff.map_or_else(|| "0".to_owned(), |b| b.cap_ms.to_string()))
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(error::sent)?;
+        match row {
+            None => Ok(AbandonOutcome::Stale),
+            Some(row) => {
+                let poisoned: bool = row.try_get("poisoned").map_err(error::safe)?;
+                Ok(if poisoned {
+                    AbandonOutcome::Poisoned
+                } else {
+                    AbandonOutcome::Rescheduled
+                })
+            }
+        }
+    }
+
+    pub(crate) async fn do_retry_poisoned(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Run, StoreError> {
+        let (system, scope_key) = scope_binds(scope);
+        let mut conn = self.conn().await?;
+        let mut tx = conn.begin().await.map_err(error::safe)?;
+        let row = self
+            .q(&self.sql().select_run_for_update)
+            .bind(run_id.as_str())
+            .bind(system)
+            .bind(&scope_key)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(error::safe)?;
+        let Some(row) = row else {
+            return Err(StoreError::NotFound);
+        };
+        let mut stored = decode_run_row(&row)?;
+        if !ops::apply_retry_poisoned(stored.run.status, &mut stored.ops, now)? {
+            return Ok(stored.run);
+        }
+        let columns = codec::encode_ops(&stored.ops);
+        self.q(&self.sql().write_ops)
+            .bind(run_id.as_str())
+            .bind(columns.claim_token)
+            .bind(columns.claimed_at)
+            .bind(columns.wake_at)
+            .bind(columns.claim_attempts)
+            .bind(columns.claim_abandons)
+            .bind(columns.poisoned_at)
+            .bind(columns.poison_reason)
+            .execute(&mut *tx)
+            .await
+            .map_err(error::safe)?;
+        self.notify(&mut tx).await?;
+        tx.commit().await.map_err(error::sent)?;
+        Ok(stored.run)
+    }
+}

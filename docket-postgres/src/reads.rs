@@ -1,0 +1,207 @@
+//! Reads: runs, run pages, events and event pages. Scope filters live in the SQL, so a row of
+//! another tenant is never fetched, let alone decoded.
+
+use docket_core::model::{
+    Event, EventPage, EventQuery, RunCursor, RunId, RunInfo, RunPage, RunQuery, Scope,
+};
+use docket_core::store::rules::queries;
+use docket_core::store::StoreError;
+use sqlx::{QueryBuilder, Row};
+
+use crate::codec::{decode_event_row, decode_run_row, decode_summary, StoredRun};
+use crate::error;
+use crate::sql::SUMMARY_COLUMNS;
+use crate::store::{scope_binds, PostgresStore};
+
+impl PostgresStore {
+    /// The scoped run row, decoded and checked, or `None` when not visible.
+    pub(crate) async fn read_run(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<Option<StoredRun>, StoreError> {
+        let (system, scope_key) = scope_binds(scope);
+        let mut conn = self.conn().await?;
+        let row = self
+            .q(&self.sql().select_run)
+            .bind(run_id.as_str())
+            .bind(system)
+            .bind(scope_key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(error::safe)?;
+        row.as_ref().map(decode_run_row).transpose()
+    }
+
+    pub(crate) async fn do_inspect(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<RunInfo, StoreError> {
+        let stored = self
+            .read_run(scope, run_id)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Ok(RunInfo {
+            run: stored.run,
+            owner: stored.owner,
+            wake_at: stored.ops.wake_at,
+            claimed_at: stored.ops.claimed_at,
+            claim_attempts: stored.ops.claim_attempts,
+            claim_abandons: stored.ops.claim_abandons,
+            poison: stored.ops.poison,
+        })
+    }
+
+    pub(crate) async fn do_list_runs(
+        &self,
+        scope: &Scope,
+        query: &RunQuery,
+    ) -> Result<RunPage, StoreError> {
+        queries::validate_run_query(query)?;
+        let mut sql = QueryBuilder::new(format!(
+            "SELECT {SUMMARY_COLUMNS} FROM {} WHERE true",
+            self.sql().runs_table
+        ));
+        if let Some(owner) = scope.as_owner() {
+            sql.push(" AND scope_key = ")
+                .push_bind(owner.scope_key().to_owned());
+        }
+        if let Some(cursor) = &query.before {
+            sql.push(" AND (started_at, run_id) < (")
+                .push_bind(cursor.started_at.as_micros())
+                .push(", ")
+                .push_bind(cursor.run_id.as_str().to_owned())
+                .push("::text COLLATE \"C\")");
+        }
+        if let Some(graph_id) = &query.graph_id {
+            sql.push(" AND graph_id = ")
+                .push_bind(graph_id.as_str().to_owned());
+        }
+        if let Some(graph_hash) = &query.graph_hash {
+            sql.push(" AND graph_hash = ")
+                .push_bind(graph_hash.as_str().to_owned());
+        }
+        if let Some(statuses) = &query.statuses {
+            let names: Vec<String> = statuses.iter().map(|s| s.as_str().to_owned()).collect();
+            sql.push(" AND status = ANY(").push_bind(names).push(")");
+        }
+        sql.push(" ORDER BY started_at DESC, run_id DESC LIMIT ")
+            .push_bind(i64::from(query.limit) + 1);
+        let rows = {
+            let mut conn = self.conn().await?;
+            sql.build()
+                .persistent(!self.inner.poll_only)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(error::safe)?
+        };
+        let runs = rows
+            .iter()
+            .map(decode_summary)
+            .collect::<Result<Vec<_>, _>>()?;
+        let (runs, has_more) = queries::take_page(runs, query.limit);
+        let next_before = runs
+            .last()
+            .map(|r| RunCursor {
+                started_at: r.started_at,
+                run_id: r.id.clone(),
+            })
+            .or_else(|| query.before.clone());
+        Ok(RunPage {
+            runs,
+            next_before,
+            has_more,
+        })
+    }
+
+    pub(crate) async fn do_fetch_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<Event, StoreError> {
+        let Ok(seq) = i64::try_from(seq) else {
+            return Err(StoreError::NotFound);
+        };
+        let (system, scope_key) = scope_binds(scope);
+        let mut conn = self.conn().await?;
+        let row = self
+            .q(&self.sql().fetch_event)
+            .bind(run_id.as_str())
+            .bind(seq)
+            .bind(system)
+            .bind(scope_key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(error::safe)?
+            .ok_or(StoreError::NotFound)?;
+        decode_event_row(&row)?.ok_or(StoreError::NotFound)
+    }
+
+    pub(crate) async fn do_fetch_latest_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<Option<Event>, StoreError> {
+        let (system, scope_key) = scope_binds(scope);
+        let mut conn = self.conn().await?;
+        let row = self
+            .q(&self.sql().fetch_latest_event)
+            .bind(run_id.as_str())
+            .bind(system)
+            .bind(scope_key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(error::safe)?
+            .ok_or(StoreError::NotFound)?;
+        decode_event_row(&row)
+    }
+
+    pub(crate) async fn do_list_events(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        query: &EventQuery,
+    ) -> Result<EventPage, StoreError> {
+        queries::validate_event_query(query)?;
+        let after = i64::try_from(query.after_seq).unwrap_or(i64::MAX);
+        let (system, scope_key) = scope_binds(scope);
+        let rows = {
+            let mut conn = self.conn().await?;
+            self.q(&self.sql().list_events)
+                .bind(run_id.as_str())
+                .bind(after)
+                .bind(i64::from(query.limit))
+                .bind(system)
+                .bind(scope_key)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(error::safe)?
+        };
+        let Some(first) = rows.first() else {
+            return Err(StoreError::NotFound);
+        };
+        let what = || format!("run row {run_id}");
+        let bound = |column: &str| -> Result<Option<u64>, StoreError> {
+            let value: Option<i64> = first
+                .try_get(column)
+                .map_err(|e| StoreError::corrupt(what(), e))?;
+            value
+                .map(|v| u64::try_from(v).map_err(|e| StoreError::corrupt(what(), e)))
+                .transpose()
+        };
+        let latest_seq = bound("latest_seq")?.unwrap_or(0);
+        let oldest = bound("oldest")?;
+        let latest = bound("latest")?;
+        let mut events = Vec::with_capacity(rows.len());
+        for row in &rows {
+            if let Some(event) = decode_event_row(row)? {
+                events.push(event);
+            }
+        }
+        Ok(queries::event_page(
+            events, query, oldest, latest, latest_seq,
+        ))
+    }
+}

@@ -1,0 +1,149 @@
+//! The store value: pool, rendered statements, options, wakeup hub.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use docket_core::model::Scope;
+use docket_core::store::StoreError;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::query::Query;
+use sqlx::{Connection, PgConnection, Postgres};
+
+use crate::error;
+use crate::migrations;
+use crate::options::PostgresOptions;
+use crate::sql::Sql;
+use crate::wakeups::WakeHub;
+
+/// The PostgreSQL implementation of Docket's `RunStore` and `GraphStore`.
+///
+/// Cheap to clone (all clones share one pool). See the crate docs for durability, isolation
+/// and pooler mode.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub pool: PgPool,
+    pub schema: String,
+    pub sql: Sql,
+    pub poll_only: bool,
+    pub wake: WakeHub,
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("schema", &self.inner.schema)
+            .field("poll_only", &self.inner.poll_only)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects to `url` and, unless `options.migrate` is false, brings the schema up to
+    /// date (idempotent). The pool connects lazily; the migration is the first use.
+    ///
+    /// # Errors
+    /// `InvalidArgument` (bad URL or options), `Unavailable` (server unreachable, schema
+    /// newer than this build, schema missing when `migrate` is false).
+    pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+        options.validate()?;
+        let mut connect = PgConnectOptions::from_str(url)
+            .map_err(|e| StoreError::invalid_argument(format!("connection URL: {e}")))?;
+        let settings = options.session_settings();
+        if !settings.is_empty() {
+            connect = connect.options(settings);
+        }
+        if options.poll_only {
+            // Transaction poolers cannot keep named prepared statements across transactions,
+            // and many refuse startup parameters they do not track (sqlx would send
+            // `extra_float_digits`, which Docket never needs: it stores no SQL floats).
+            connect = connect.statement_cache_capacity(0).extra_float_digits(None);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(options.pool_size)
+            // A liveness ping per acquire would double the round trips of every call; broken
+            // connections surface as errors (retryable, or ambiguous after a write) and are
+            // discarded by the pool's on-release check.
+            .test_before_acquire(false)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_lazy_with(connect.clone());
+        let schema = options.schema.clone();
+        {
+            // A direct connection, not the pool: the pool retries a refused connection until
+            // its acquire timeout (a server restarting), but a wrong address at start-up
+            // should fail at once.
+            let mut conn = PgConnection::connect_with(&connect)
+                .await
+                .map_err(error::safe)?;
+            let prepared = if options.migrate {
+                migrations::migrate(&mut conn, &schema).await
+            } else {
+                migrations::check_version(&mut conn, &schema).await
+            };
+            let _ = conn.close().await;
+            prepared?;
+        }
+        let wake = WakeHub::new(connect, schema.clone(), options.poll_only);
+        Ok(PostgresStore {
+            inner: Arc::new(Inner {
+                pool,
+                sql: Sql::render(&schema),
+                schema,
+                poll_only: options.poll_only,
+                wake,
+            }),
+        })
+    }
+
+    /// Connects with [`crate::parse_url`]: `postgres://…?schema=name&pool_size=N&poll_only=true`.
+    ///
+    /// # Errors
+    /// As [`PostgresStore::connect`].
+    pub async fn connect_url(url: &str) -> Result<Self, StoreError> {
+        let (url, options) = crate::options::parse_url(url)?;
+        Self::connect(&url, options).await
+    }
+
+    /// The schema holding this store's tables.
+    #[must_use]
+    pub fn schema(&self) -> &str {
+        &self.inner.schema
+    }
+
+    /// Whether the store runs in poll-only (transaction pooler) mode.
+    #[must_use]
+    pub fn is_poll_only(&self) -> bool {
+        self.inner.poll_only
+    }
+
+    /// A statement with this store's statement-caching mode (never a named prepared statement
+    /// in poll-only mode).
+    pub(crate) fn q<'q>(&self, sql: &'q str) -> Query<'q, Postgres, PgArguments> {
+        sqlx::query(sql).persistent(!self.inner.poll_only)
+    }
+
+    /// A pooled connection; failing to get one never wrote anything.
+    pub(crate) async fn conn(&self) -> Result<PoolConnection<Postgres>, StoreError> {
+        self.inner.pool.acquire().await.map_err(error::safe)
+    }
+
+    /// The SQL statements.
+    pub(crate) fn sql(&self) -> &Sql {
+        &self.inner.sql
+    }
+}
+
+/// The scope filter binds `($system, $scope_key)` of `($1 OR scope_key = $2)`.
+pub(crate) fn scope_binds(scope: &Scope) -> (bool, String) {
+    match scope {
+        Scope::System => (true, String::new()),
+        Scope::Tenantless => (false, String::new()),
+        Scope::Tenant(id) => (false, id.as_str().to_owned()),
+    }
+}

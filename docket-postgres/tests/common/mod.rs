@@ -1,0 +1,215 @@
+//! Fixtures shared by the PostgreSQL store tests. Each test opens its own schema.
+#![allow(dead_code)]
+
+pub mod proxy;
+
+use std::num::NonZeroU32;
+
+use docket_core::graph::{graph_hash, GraphDocument};
+use docket_core::model::{
+    CheckpointType, ClaimToken, Event, EventType, GraphId, GraphRef, OwnerScope, Run, RunId,
+    RunStatus, Scope, TenantId, Timestamp, ValueMap,
+};
+use docket_core::store::{
+    ClaimBatch, ClaimClass, ClaimLease, ClaimPolicy, ClaimedCommit, ClaimedSchedule, GraphStore,
+    InitProposal, ReleaseWake, RunStore, UnclaimedCommit,
+};
+use docket_postgres::testing::{self, PostgresHarness, SchemaGuard};
+use docket_postgres::PostgresStore;
+use serde_json::json;
+
+/// A store in a fresh schema. Panics (fails the test) when the server is unreachable.
+pub async fn open() -> (PostgresStore, SchemaGuard) {
+    PostgresHarness::new()
+        .open_store()
+        .await
+        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)")
+}
+
+pub async fn snapshot(store: &PostgresStore) -> String {
+    testing::raw_snapshot(store).await.expect("snapshot")
+}
+
+pub fn t(ms: i64) -> Timestamp {
+    Timestamp::from_millis(1_700_000_000_000 + ms)
+}
+
+pub fn tenant(id: &str) -> OwnerScope {
+    OwnerScope::Tenant(TenantId::new(id).expect("tenant id"))
+}
+
+pub fn rid(id: &str) -> RunId {
+    RunId::new(id).expect("run id")
+}
+
+pub fn graph_doc(id: &str, revision: u64) -> GraphDocument {
+    GraphDocument::from_json(&format!(
+        r#"{{"schema_version":1,"id":"{id}","metadata":{{"revision":{revision}}}}}"#
+    ))
+    .expect("graph document")
+}
+
+pub fn graph_ref_of(doc: &GraphDocument) -> GraphRef {
+    GraphRef {
+        graph_id: GraphId::new(doc.id.clone()).expect("graph id"),
+        graph_hash: graph_hash(doc),
+    }
+}
+
+/// Saves revision 0 of graph `g1` for `owner` and returns its address.
+pub async fn save_graph(store: &PostgresStore, owner: &OwnerScope) -> GraphRef {
+    let doc = graph_doc("g1", 0);
+    let graph_ref = graph_ref_of(&doc);
+    store
+        .save_graph(owner, &graph_ref, &doc, t(0))
+        .await
+        .expect("save graph");
+    graph_ref
+}
+
+/// A freshly initialized run document (seq 1, one event).
+pub fn initialized_run(id: &str, graph: &GraphRef, at: Timestamp) -> Run {
+    let mut input = ValueMap::new();
+    input.insert(
+        "text".into(),
+        json!("nul \u{0} inside, float 1e20 and -0.0"),
+    );
+    input.insert("numbers".into(), json!([1e20, -0.0, 3, 1.5]));
+    let mut run = Run::new_created(
+        rid(id),
+        graph.graph_id.clone(),
+        graph.graph_hash.clone(),
+        input,
+        ValueMap::new(),
+    );
+    run.status = RunStatus::Running;
+    run.started_at = Some(at);
+    run.updated_at = Some(at);
+    run.checkpoint_seq = 1;
+    run.event_seq = 1;
+    run
+}
+
+pub fn event(run: &Run, seq: u64, at: Timestamp, note: &str) -> Event {
+    let mut payload = ValueMap::new();
+    payload.insert("note".into(), json!(note));
+    Event {
+        run_id: run.id.clone(),
+        seq,
+        event_type: EventType::CheckpointCommitted,
+        step: run.step,
+        node_id: None,
+        channel_id: None,
+        task_id: None,
+        timestamp: at,
+        payload,
+        metadata: ValueMap::new(),
+    }
+}
+
+/// Saves the graph (idempotent) and initializes run `id`, due at `wake`.
+pub async fn start(store: &PostgresStore, owner: &OwnerScope, id: &str, wake: Timestamp) -> Run {
+    let graph = save_graph(store, owner).await;
+    let run = initialized_run(id, &graph, t(0));
+    let events = vec![event(&run, 1, t(0), "init")];
+    store
+        .initialize(
+            owner,
+            InitProposal {
+                run,
+                checkpoint_type: CheckpointType::RunInitialized,
+                wake_at: wake,
+                now: t(0),
+            },
+            events,
+        )
+        .await
+        .expect("initialize")
+}
+
+/// The next moment of `run`: seq + 1, one more event, updated at `at`.
+pub fn next(run: &Run, at: Timestamp) -> Run {
+    let mut next = run.clone();
+    next.checkpoint_seq += 1;
+    next.event_seq += 1;
+    next.updated_at = Some(at);
+    next
+}
+
+/// `next` turned terminal (`done`).
+pub fn done(run: &Run, at: Timestamp) -> Run {
+    let mut next = next(run, at);
+    next.status = RunStatus::Done;
+    next.finished_at = Some(at);
+    next.output = Some(ValueMap::new());
+    next
+}
+
+pub fn policy(now: Timestamp, limit: u32) -> ClaimPolicy {
+    ClaimPolicy {
+        now,
+        limit: NonZeroU32::new(limit).expect("limit"),
+        orphan_ttl_ms: 60_000,
+        max_claim_attempts: NonZeroU32::new(5).expect("max"),
+        preference: None,
+    }
+}
+
+pub fn with_ttl(mut p: ClaimPolicy, ttl_ms: u64) -> ClaimPolicy {
+    p.orphan_ttl_ms = ttl_ms;
+    p
+}
+
+pub fn with_max(mut p: ClaimPolicy, max: u32) -> ClaimPolicy {
+    p.max_claim_attempts = NonZeroU32::new(max).expect("max");
+    p
+}
+
+pub fn preferring(mut p: ClaimPolicy, class: ClaimClass) -> ClaimPolicy {
+    p.preference = Some(class);
+    p
+}
+
+/// Claims exactly one lease for `id` (the only due run) at `now`.
+pub async fn claim_one(store: &PostgresStore, now: Timestamp) -> ClaimLease {
+    let batch = store.claim_due(&policy(now, 1)).await.expect("claim");
+    assert_eq!(batch.poisoned, vec![], "no poison expected");
+    assert_eq!(batch.leases.len(), 1, "one lease expected");
+    batch.leases.into_iter().next().expect("lease")
+}
+
+pub fn lease_ids(batch: &ClaimBatch) -> Vec<String> {
+    batch
+        .leases
+        .iter()
+        .map(|l| l.run_id.as_str().to_owned())
+        .collect()
+}
+
+pub fn claimed(
+    run: Run,
+    expected_seq: u64,
+    token: &ClaimToken,
+    schedule: ClaimedSchedule,
+    now: Timestamp,
+) -> ClaimedCommit {
+    ClaimedCommit {
+        run,
+        expected_seq,
+        claim_token: token.clone(),
+        checkpoint_type: CheckpointType::StepCommitted,
+        schedule,
+        now,
+    }
+}
+
+pub fn unclaimed(run: Run, wake: ReleaseWake, now: Timestamp) -> UnclaimedCommit {
+    UnclaimedCommit {
+        run,
+        checkpoint_type: CheckpointType::InterruptResolved,
+        wake,
+        now,
+    }
+}
+
+pub const SYSTEM: Scope = Scope::System;

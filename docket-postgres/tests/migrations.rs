@@ -1,0 +1,236 @@
+//! Schema management: our own bookkeeping inside our schema, idempotent, serialized,
+//! refusing newer schemas; an application's `public._sqlx_migrations` is never touched.
+
+mod common;
+
+use common::*;
+use docket_core::store::StoreError;
+use docket_postgres::testing::{self, test_url, PostgresHarness};
+use docket_postgres::{PostgresOptions, PostgresStore, LATEST_VERSION};
+use sqlx::{Connection, PgConnection};
+
+async fn admin() -> PgConnection {
+    PgConnection::connect(&test_url())
+        .await
+        .expect("the PostgreSQL test server must be reachable")
+}
+
+async fn dump(conn: &mut PgConnection, table: &str) -> String {
+    sqlx::query_scalar(&format!(
+        "SELECT COALESCE(string_agg(t::text, E'\\n' ORDER BY t::text), '') FROM {table} AS t"
+    ))
+    .fetch_one(conn)
+    .await
+    .expect("dump")
+}
+
+#[tokio::test]
+async fn migrating_twice_is_a_no_op_and_leaves_public_sqlx_migrations_alone() {
+    let mut conn = admin().await;
+    let existed: bool =
+        sqlx::query_scalar("SELECT to_regclass('public._sqlx_migrations') IS NOT NULL")
+            .fetch_one(&mut conn)
+            .await
+            .expect("probe");
+    if !existed {
+        sqlx::raw_sql(
+            "CREATE TABLE IF NOT EXISTS public._sqlx_migrations (version BIGINT PRIMARY KEY,
+             description TEXT NOT NULL, installed_on TIMESTAMPTZ NOT NULL DEFAULT now(),
+             success BOOLEAN NOT NULL, checksum BYTEA NOT NULL, execution_time BIGINT NOT NULL)",
+        )
+        .execute(&mut conn)
+        .await
+        .expect("create the application's table");
+    }
+    let marker: i64 = -(i64::from(rand_u16()) + 1_000_000);
+    sqlx::query(
+        "INSERT INTO public._sqlx_migrations
+             (version, description, success, checksum, execution_time)
+         VALUES ($1, 'app', true, '\\x00', 1)",
+    )
+    .bind(marker)
+    .execute(&mut conn)
+    .await
+    .expect("marker");
+    let app_before = dump(&mut conn, "public._sqlx_migrations").await;
+
+    let (store, guard) = open().await;
+    let before = snapshot(&store).await;
+    let again = PostgresStore::connect(&test_url(), PostgresOptions::with_schema(guard.schema()))
+        .await
+        .expect("second migration");
+    assert_eq!(
+        snapshot(&again).await,
+        before,
+        "the second run changed nothing"
+    );
+    let versions: Vec<i32> = sqlx::query_scalar(&format!(
+        "SELECT version FROM {}.docket_schema_migrations ORDER BY version",
+        guard.schema()
+    ))
+    .fetch_all(&mut conn)
+    .await
+    .expect("versions");
+    assert_eq!(versions, (1..=LATEST_VERSION).collect::<Vec<_>>());
+    let ours: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+        .bind(format!("{}._sqlx_migrations", guard.schema()))
+        .fetch_one(&mut conn)
+        .await
+        .expect("probe");
+    assert!(!ours);
+    assert_eq!(dump(&mut conn, "public._sqlx_migrations").await, app_before);
+
+    sqlx::query("DELETE FROM public._sqlx_migrations WHERE version = $1")
+        .bind(marker)
+        .execute(&mut conn)
+        .await
+        .expect("remove marker");
+    if !existed {
+        sqlx::raw_sql("DROP TABLE IF EXISTS public._sqlx_migrations")
+            .execute(&mut conn)
+            .await
+            .expect("drop");
+    }
+}
+
+fn rand_u16() -> u16 {
+    let bytes = *uuid::Uuid::new_v4().as_bytes();
+    u16::from_be_bytes([bytes[0], bytes[1]])
+}
+
+#[tokio::test]
+async fn concurrent_first_migrations_of_one_schema_serialize() {
+    let (_store, guard) = open().await;
+    let schema = format!("{}_x", guard.schema());
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let schema = schema.clone();
+        tasks.push(tokio::spawn(async move {
+            PostgresStore::connect(
+                &test_url(),
+                PostgresOptions {
+                    pool_size: 1,
+                    ..PostgresOptions::with_schema(schema)
+                },
+            )
+            .await
+        }));
+    }
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.expect("task").map(|_| ()));
+    }
+    let mut conn = admin().await;
+    let count: i64 = sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM {schema}.docket_schema_migrations"
+    ))
+    .fetch_one(&mut conn)
+    .await
+    .expect("count");
+    sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE"))
+        .execute(&mut conn)
+        .await
+        .expect("drop");
+    for result in results {
+        result.expect("every starter succeeds");
+    }
+    assert_eq!(count, i64::from(LATEST_VERSION));
+}
+
+#[tokio::test]
+async fn a_schema_newer_than_this_build_or_missing_without_migrate_is_refused() {
+    let (_store, guard) = open().await;
+    let mut conn = admin().await;
+    sqlx::query(&format!(
+        "INSERT INTO {}.docket_schema_migrations (version, description) VALUES (99, 'future')",
+        guard.schema()
+    ))
+    .execute(&mut conn)
+    .await
+    .expect("future version");
+    for migrate in [true, false] {
+        let result = PostgresStore::connect(
+            &test_url(),
+            PostgresOptions {
+                migrate,
+                ..PostgresOptions::with_schema(guard.schema())
+            },
+        )
+        .await;
+        assert!(
+            matches!(
+                result,
+                Err(StoreError::Unavailable {
+                    retryable: false,
+                    ..
+                })
+            ),
+            "{result:?}"
+        );
+    }
+    let missing = PostgresStore::connect(
+        &test_url(),
+        PostgresOptions {
+            migrate: false,
+            ..PostgresOptions::with_schema(format!("{}_missing", guard.schema()))
+        },
+    )
+    .await;
+    assert!(
+        matches!(
+            missing,
+            Err(StoreError::Unavailable {
+                retryable: false,
+                ..
+            })
+        ),
+        "{missing:?}"
+    );
+}
+
+#[tokio::test]
+async fn bad_options_and_unreachable_servers_fail_with_typed_errors() {
+    let bad =
+        PostgresStore::connect(&test_url(), PostgresOptions::with_schema("Robert'); DROP")).await;
+    assert!(
+        matches!(bad, Err(StoreError::InvalidArgument { .. })),
+        "{bad:?}"
+    );
+    let zero = PostgresStore::connect(
+        &test_url(),
+        PostgresOptions {
+            pool_size: 0,
+            ..PostgresOptions::default()
+        },
+    )
+    .await;
+    assert!(
+        matches!(zero, Err(StoreError::InvalidArgument { .. })),
+        "{zero:?}"
+    );
+    let unreachable = PostgresHarness::new()
+        .url("postgres://postgres@127.0.0.1:1/test")
+        .open_store()
+        .await;
+    assert!(
+        matches!(
+            unreachable,
+            Err(StoreError::Unavailable {
+                retryable: true,
+                ..
+            })
+        ),
+        "{unreachable:?}"
+    );
+    let url = format!("{}?schema=docket_t_url_probe&pool_size=2", test_url());
+    let via_url = PostgresStore::connect_url(&url)
+        .await
+        .expect("connect via url");
+    assert_eq!(via_url.schema(), "docket_t_url_probe");
+    let mut conn = admin().await;
+    sqlx::raw_sql("DROP SCHEMA docket_t_url_probe CASCADE")
+        .execute(&mut conn)
+        .await
+        .expect("drop");
+    let _ = testing::fresh_schema_name();
+}

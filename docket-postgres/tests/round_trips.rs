@@ -1,0 +1,275 @@
+//! Wire-level checks through a counting TCP proxy: the claimed commit's hot path is one round
+//! trip; a connection lost after sending a write is `Ambiguous`, before any write `Unavailable`
+//! and retryable; poll-only mode leaves no named prepared statements behind.
+
+mod common;
+
+use common::proxy::Proxy;
+use common::*;
+use docket_core::model::OwnerScope;
+use docket_core::store::{ClaimedSchedule, ReleaseWake, RunStore, StoreError};
+use docket_postgres::testing::{self, test_url, PostgresHarness};
+use docket_postgres::{PostgresOptions, PostgresStore};
+
+/// `test_url()` pointed at `proxy`, without TLS (the proxy reads the plain protocol).
+fn through(proxy: &Proxy) -> String {
+    let url = test_url();
+    let (scheme, rest) = url.split_once("://").expect("scheme");
+    let (auth, rest) = rest.rsplit_once('@').map_or(("", rest), |(a, r)| (a, r));
+    let (_, path) = rest.split_once('/').expect("a database path");
+    let at = if auth.is_empty() {
+        String::new()
+    } else {
+        format!("{auth}@")
+    };
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{scheme}://{at}{}/{path}{sep}sslmode=disable", proxy.addr)
+}
+
+fn upstream() -> String {
+    let url = test_url();
+    let rest = url.split_once("://").expect("scheme").1;
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    rest.split_once('/').expect("path").0.to_owned()
+}
+
+async fn proxied(schema: &str, proxy: &Proxy) -> PostgresStore {
+    PostgresStore::connect(
+        &through(proxy),
+        PostgresOptions {
+            pool_size: 1,
+            ..PostgresOptions::with_schema(schema)
+        },
+    )
+    .await
+    .expect("connect through the proxy")
+}
+
+#[tokio::test]
+async fn a_successful_claimed_commit_is_one_round_trip_and_a_rejected_one_two() {
+    let (direct, guard) = open().await;
+    let proxy = Proxy::start(upstream()).await;
+    let store = proxied(guard.schema(), &proxy).await;
+    let mut run = start(&direct, &OwnerScope::Tenantless, "r1", t(0)).await;
+    let lease = claim_one(&store, t(1)).await;
+    let retain = ClaimedSchedule::RetainClaim;
+    // Warm up: the connection prepares each statement once.
+    for _ in 0..2 {
+        let proposal = next(&run, t(2));
+        let events = vec![event(&proposal, proposal.event_seq, t(2), "warm")];
+        store
+            .commit_claimed(
+                &SYSTEM,
+                claimed(
+                    proposal.clone(),
+                    run.checkpoint_seq,
+                    &lease.claim_token,
+                    retain,
+                    t(2),
+                ),
+                events,
+            )
+            .await
+            .expect("commit");
+        run = proposal;
+        let stale = store
+            .commit_claimed(
+                &SYSTEM,
+                claimed(
+                    next(&run, t(2)),
+                    run.checkpoint_seq,
+                    &docket_core::model::ClaimToken::mint(),
+                    retain,
+                    t(2),
+                ),
+                vec![],
+            )
+            .await;
+        assert!(matches!(stale, Err(StoreError::StaleCheckpoint)));
+    }
+    for _ in 0..3 {
+        let proposal = next(&run, t(3));
+        let events = vec![event(&proposal, proposal.event_seq, t(3), "measured")];
+        let before = proxy.round_trips();
+        store
+            .commit_claimed(
+                &SYSTEM,
+                claimed(
+                    proposal.clone(),
+                    run.checkpoint_seq,
+                    &lease.claim_token,
+                    retain,
+                    t(3),
+                ),
+                events,
+            )
+            .await
+            .expect("commit");
+        assert_eq!(
+            proxy.round_trips() - before,
+            1,
+            "the hot path is one round trip"
+        );
+        run = proposal;
+        let before = proxy.round_trips();
+        let stale = store
+            .commit_claimed(
+                &SYSTEM,
+                claimed(
+                    next(&run, t(3)),
+                    run.checkpoint_seq,
+                    &docket_core::model::ClaimToken::mint(),
+                    retain,
+                    t(3),
+                ),
+                vec![],
+            )
+            .await;
+        assert!(matches!(stale, Err(StoreError::StaleCheckpoint)));
+        assert_eq!(
+            proxy.round_trips() - before,
+            2,
+            "the statement plus one diagnostic read"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_connection_lost_after_sending_a_write_is_ambiguous_and_before_a_read_retryable() {
+    let (direct, guard) = open().await;
+    let proxy = Proxy::start(upstream()).await;
+    let store = proxied(guard.schema(), &proxy).await;
+    let run = start(&direct, &OwnerScope::Tenantless, "r1", t(0)).await;
+    let lease = claim_one(&store, t(1)).await;
+    let proposal = next(&run, t(2));
+    proxy.cut_after_next_execute();
+    let result = store
+        .commit_claimed(
+            &SYSTEM,
+            claimed(
+                proposal.clone(),
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::Release(ReleaseWake::Immediate),
+                t(2),
+            ),
+            vec![event(&proposal, 2, t(2), "cut")],
+        )
+        .await;
+    assert!(
+        matches!(result, Err(StoreError::Ambiguous { .. })),
+        "{result:?}"
+    );
+    // The orphaned statement may still be running on the server: one snapshot shows it
+    // either fully applied or not at all, never the run without its event.
+    let probe = format!(
+        "SELECT r.checkpoint_seq, EXISTS (SELECT 1 FROM {s}.events AS e
+                                         WHERE e.run_id = r.run_id AND e.seq = 2)
+         FROM {s}.runs AS r WHERE r.run_id = $1",
+        s = guard.schema()
+    );
+    let (seq, has_event): (i64, bool) = sqlx::query_as(&probe)
+        .bind(run.id.as_str())
+        .fetch_one(testing::pool(&direct))
+        .await
+        .expect("probe");
+    assert_eq!(seq == 2, has_event, "all or nothing");
+    // Once the orphaned session is gone, the outcome is settled and a re-read resolves it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let busy: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE '%' || $1 || '%'
+               AND query NOT LIKE '%pg_stat_activity%'",
+        )
+        .bind(guard.schema())
+        .fetch_one(testing::pool(&direct))
+        .await
+        .expect("activity");
+        if busy == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the orphaned statement never ended"
+        );
+        tokio::task::yield_now().await;
+    }
+    let stored = direct.fetch_run(&SYSTEM, &run.id).await.expect("re-read");
+    let event2 = direct.fetch_event(&SYSTEM, &run.id, 2).await;
+    if stored.checkpoint_seq == 2 {
+        assert_eq!(stored, proposal);
+        assert_eq!(event2.expect("event"), event(&proposal, 2, t(2), "cut"));
+    } else {
+        assert_eq!(stored, run);
+        assert!(event2.is_err());
+    }
+    proxy.cut_after_next_execute();
+    let read = store.fetch_run(&SYSTEM, &run.id).await;
+    assert!(
+        matches!(
+            read,
+            Err(StoreError::Unavailable {
+                retryable: true,
+                ..
+            })
+        ),
+        "{read:?}"
+    );
+    // The pool recovers with a fresh connection.
+    store
+        .fetch_run(&SYSTEM, &run.id)
+        .await
+        .expect("after reconnecting");
+}
+
+async fn named_statements(store: &PostgresStore) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM pg_prepared_statements")
+        .persistent(false)
+        .fetch_one(testing::pool(store))
+        .await
+        .expect("count")
+}
+
+async fn exercise(store: &PostgresStore) {
+    let run = start(store, &OwnerScope::Tenantless, "r1", t(0)).await;
+    let lease = claim_one(store, t(1)).await;
+    let proposal = next(&run, t(2));
+    store
+        .commit_claimed(
+            &SYSTEM,
+            claimed(
+                proposal,
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::Release(ReleaseWake::Immediate),
+                t(2),
+            ),
+            vec![],
+        )
+        .await
+        .expect("commit");
+    store.fetch_run(&SYSTEM, &run.id).await.expect("fetch");
+}
+
+#[tokio::test]
+async fn poll_only_mode_leaves_no_named_prepared_statements_in_the_session() {
+    let (pooled, _g1) = PostgresHarness::new()
+        .pool_size(1)
+        .open_store()
+        .await
+        .expect("server");
+    exercise(&pooled).await;
+    assert!(
+        named_statements(&pooled).await > 0,
+        "the probe can see cached statements"
+    );
+    let (poll_only, _g2) = PostgresHarness::new()
+        .pool_size(1)
+        .poll_only()
+        .open_store()
+        .await
+        .expect("server");
+    exercise(&poll_only).await;
+    assert_eq!(named_statements(&poll_only).await, 0);
+}
