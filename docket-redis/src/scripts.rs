@@ -1,0 +1,194 @@
+//! The Lua scripts (one per operation, `lua/*.lua`) and the plumbing to run them.
+//!
+//! Each script is the shared `lua/prelude.lua` followed by the operation's file, compiled into
+//! the binary with `include_str!` and run with `EVALSHA`. `redis::Script::invoke_async` reloads
+//! a script the server does not know (`NOSCRIPT`: after a restart, a failover or
+//! `SCRIPT FLUSH`) and re-sends it, which is safe because a `NOSCRIPT` reply means nothing ran.
+//! A flush racing that reload can still surface `NOSCRIPT` once more, so [`ScriptRunner::run`]
+//! retries a bounded number of times.
+
+use docket_core::store::StoreError;
+use redis::aio::ConnectionManager;
+use redis::{ErrorKind, Script, ServerErrorKind, Value};
+
+use crate::error::{map_redis_error, Access};
+
+macro_rules! lua {
+    ($file:literal) => {
+        concat!(
+            include_str!("../lua/prelude.lua"),
+            include_str!(concat!("../lua/", $file))
+        )
+    };
+}
+
+/// Every script, loaded once per store.
+pub(crate) struct Scripts {
+    pub initialize: Script,
+    pub commit_claimed: Script,
+    pub commit_unclaimed: Script,
+    pub claim_due: Script,
+    pub release_claim: Script,
+    pub refresh_claim: Script,
+    pub abandon_claim: Script,
+    pub retry_poisoned: Script,
+    pub save_graph: Script,
+    pub prune: Script,
+    pub read_event: Script,
+    pub list_events: Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        Scripts {
+            initialize: Script::new(lua!("initialize.lua")),
+            commit_claimed: Script::new(lua!("commit_claimed.lua")),
+            commit_unclaimed: Script::new(lua!("commit_unclaimed.lua")),
+            claim_due: Script::new(lua!("claim_due.lua")),
+            release_claim: Script::new(lua!("release_claim.lua")),
+            refresh_claim: Script::new(lua!("refresh_claim.lua")),
+            abandon_claim: Script::new(lua!("abandon_claim.lua")),
+            retry_poisoned: Script::new(lua!("retry_poisoned.lua")),
+            save_graph: Script::new(lua!("save_graph.lua")),
+            prune: Script::new(lua!("prune.lua")),
+            read_event: Script::new(lua!("read_event.lua")),
+            list_events: Script::new(lua!("list_events.lua")),
+        }
+    }
+}
+
+/// How many times a script is re-sent after `NOSCRIPT` (each attempt reloads it first).
+const NOSCRIPT_ATTEMPTS: usize = 3;
+
+/// Runs scripts over the shared connection manager.
+pub(crate) struct ScriptRunner<'a> {
+    pub conn: &'a ConnectionManager,
+}
+
+impl ScriptRunner<'_> {
+    /// Runs `script` with `keys` and `args` and returns its reply array.
+    pub(crate) async fn run(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[Vec<u8>],
+        access: Access,
+    ) -> Result<Reply, StoreError> {
+        let mut invocation = script.prepare_invoke();
+        for key in keys {
+            invocation.key(key);
+        }
+        for arg in args {
+            invocation.arg(arg.as_slice());
+        }
+        let mut conn = self.conn.clone();
+        let mut attempt = 1;
+        loop {
+            match invocation.invoke_async::<Value>(&mut conn).await {
+                Ok(value) => return Reply::from_value(value),
+                Err(err)
+                    if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
+                        && attempt < NOSCRIPT_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                Err(err) => return Err(map_redis_error(&err, access)),
+            }
+        }
+    }
+}
+
+fn protocol(detail: impl Into<String>) -> StoreError {
+    crate::config::unavailable(format!("unexpected script reply: {}", detail.into()))
+}
+
+/// A script reply: an array whose first element is a status word.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    items: Vec<Value>,
+}
+
+impl Reply {
+    fn from_value(value: Value) -> Result<Self, StoreError> {
+        match value {
+            Value::Array(items) if !items.is_empty() => Ok(Reply { items }),
+            other => Err(protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// The status word.
+    pub(crate) fn status(&self) -> Result<String, StoreError> {
+        self.string(0)
+    }
+
+    /// Number of elements (status included).
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Element `i` as bytes (`None` for a Lua `false`/nil).
+    pub(crate) fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.items.get(i) {
+            Some(Value::BulkString(b)) => Ok(Some(b.clone())),
+            Some(Value::SimpleString(s)) => Ok(Some(s.clone().into_bytes())),
+            Some(Value::Nil) => Ok(None),
+            other => Err(protocol(format!("element {i}: {other:?}"))),
+        }
+    }
+
+    /// Element `i` as bytes.
+    pub(crate) fn bytes(&self, i: usize) -> Result<Vec<u8>, StoreError> {
+        self.opt_bytes(i)?
+            .ok_or_else(|| protocol(format!("element {i} is nil")))
+    }
+
+    /// Element `i` as a UTF-8 string.
+    pub(crate) fn string(&self, i: usize) -> Result<String, StoreError> {
+        String::from_utf8(self.bytes(i)?).map_err(|e| protocol(format!("element {i}: {e}")))
+    }
+
+    /// Element `i` parsed as a number.
+    pub(crate) fn number<T: std::str::FromStr>(&self, i: usize) -> Result<T, StoreError> {
+        let s = self.string(i)?;
+        s.parse::<T>()
+            .map_err(|_| protocol(format!("element {i} is not a number: {s:?}")))
+    }
+
+    /// Element `i` as a nested reply.
+    pub(crate) fn nested(&self, i: usize) -> Result<Reply, StoreError> {
+        match self.items.get(i) {
+            Some(value) => Reply::from_value(value.clone()),
+            None => Err(protocol(format!("element {i} is missing"))),
+        }
+    }
+}
+
+/// Maps the failure statuses every script may return; `Ok(())` for `"ok"`.
+pub(crate) fn expect_ok(reply: &Reply) -> Result<(), StoreError> {
+    match reply.status()?.as_str() {
+        "ok" => Ok(()),
+        other => Err(failure(reply, other)),
+    }
+}
+
+/// The error for a non-`ok` status.
+pub(crate) fn failure(reply: &Reply, status: &str) -> StoreError {
+    match status {
+        "not_found" => StoreError::NotFound,
+        "conflict" => StoreError::Conflict,
+        "stale" => StoreError::StaleCheckpoint,
+        "claim_lost" => StoreError::ClaimLost,
+        "inactive_run" => StoreError::InactiveRun,
+        "graph_content_conflict" => StoreError::GraphContentConflict,
+        "invalid_transition" => StoreError::invalid_transition(reply.string(1).unwrap_or_default()),
+        "event_conflict" => match reply.number::<u64>(1) {
+            Ok(seq) => StoreError::EventConflict { seq },
+            Err(e) => e,
+        },
+        "corrupt" => StoreError::corrupt(
+            "run row",
+            reply.string(1).unwrap_or_else(|_| "unknown".to_owned()),
+        ),
+        other => protocol(format!("unknown status {other:?}")),
+    }
+}
