@@ -192,6 +192,17 @@ impl RedisGuard {
         Ok(out)
     }
 
+    /// Runs a raw command on the test server (test set-up and corruption only).
+    ///
+    /// # Errors
+    /// Any failure of the command.
+    pub async fn command<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+    ) -> Result<T, StoreError> {
+        self.store.query(cmd, Access::Write).await
+    }
+
     /// Overwrites one hash field with `bytes` (test corruption).
     ///
     /// # Errors
