@@ -31,6 +31,7 @@ elseif abandons < tonumber(P.max_abandons) then
   wake = P.retry_at
 end
 
+-- ===== writes: every check is above this line =====
 redis.call('HDEL', KEYS[1], 'token', 'claimed_at')
 redis.call('ZREM', KEYS[3], P.run_id)
 if wake then

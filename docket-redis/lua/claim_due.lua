@@ -99,6 +99,7 @@ for _, c in ipairs(selected) do
   c.row = row
 end
 
+-- ===== writes: every check is above this line =====
 local out = {'ok'}
 local next_token = 2
 for _, c in ipairs(selected) do

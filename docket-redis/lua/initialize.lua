@@ -28,6 +28,8 @@ if conflict then
   return {'event_conflict', conflict}
 end
 
+-- ===== writes: every check is above this line =====
+
 redis.call('HSET', KEYS[1],
   'doc', ARGV[2],
   'owner', P.owner,

@@ -7,7 +7,10 @@
 --     seqs above 2^53.
 --   * Replies are arrays whose first element is a status string ("ok", "not_found", ...).
 --   * Every check runs before the first write: a script that returns anything but "ok" has
---     written nothing, and the writes after the checks cannot fail on well-typed keys.
+--     written nothing, and the writes after the checks cannot fail on well-typed keys. The
+--     line "-- ===== writes: ... =====" marks the boundary in every write script; tests prove
+--     that nothing above it writes (statically) and that a fail point placed on it leaves the
+--     store unchanged (reliability §8 A 14).
 --   * Time is never read from the server (no TIME): every instant is the caller's `now`.
 
 local P = cjson.decode(ARGV[1])

@@ -14,6 +14,8 @@
 
 local batch, keep = tonumber(P.batch), tonumber(P.keep)
 
+-- ===== writes: every check is above this line =====
+
 -- 1. Events older than the event cutoff, oldest first, any run status.
 local events_deleted = 0
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. P.event_cutoff, 'LIMIT', 0, batch)) do

@@ -14,6 +14,7 @@ local at = P.now
 if row[2] and int_less(P.now, row[2]) then
   at = row[2]
 end
+-- ===== writes: every check is above this line =====
 redis.call('HSET', KEYS[1], 'claimed_at', at)
 redis.call('ZADD', KEYS[2], at, P.run_id)
 return {'ok'}

@@ -9,6 +9,7 @@
 if redis.call('HGET', KEYS[1], 'token') ~= P.token then
   return {'ok', 'unchanged'}
 end
+-- ===== writes: every check is above this line =====
 redis.call('HDEL', KEYS[1], 'token', 'claimed_at')
 redis.call('HSET', KEYS[1], 'wake_at', P.now)
 redis.call('ZREM', KEYS[3], P.run_id)

@@ -25,6 +25,7 @@ end
 if not row[3] then
   return {'ok', 'unchanged', row[4]}
 end
+-- ===== writes: every check is above this line =====
 redis.call('HDEL', KEYS[1], 'token', 'claimed_at', 'poisoned_at', 'poison_reason')
 redis.call('HSET', KEYS[1], 'wake_at', P.now, 'attempts', '0', 'abandons', '0')
 redis.call('ZADD', KEYS[2], P.now, P.run_id)

@@ -18,6 +18,7 @@ if stored then
   end
   return {'graph_content_conflict'}
 end
+-- ===== writes: every check is above this line =====
 redis.call('HSET', KEYS[1], 'bytes', ARGV[2], 'published_at', P.published_at)
 redis.call('ZADD', KEYS[2], 0, P.version_member)
 redis.call('SADD', KEYS[3], P.graph_member)

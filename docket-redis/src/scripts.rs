@@ -13,14 +13,35 @@ use redis::{ErrorKind, Script, ServerErrorKind, Value};
 
 use crate::error::{map_redis_error, Access};
 
-macro_rules! lua {
-    ($file:literal) => {
-        concat!(
-            include_str!("../lua/prelude.lua"),
-            include_str!(concat!("../lua/", $file))
-        )
-    };
-}
+/// The helpers prepended to every script.
+const PRELUDE: &str = include_str!("../lua/prelude.lua");
+
+/// The line of every write script below which the writes start (nothing above it writes).
+#[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
+pub(crate) const WRITE_BOUNDARY: &str = "-- ===== writes: every check is above this line =====";
+
+/// `(name, body)` of every write script, in a fixed order.
+pub(crate) const WRITE_SCRIPTS: [(&str, &str); 10] = [
+    ("initialize", include_str!("../lua/initialize.lua")),
+    ("commit_claimed", include_str!("../lua/commit_claimed.lua")),
+    (
+        "commit_unclaimed",
+        include_str!("../lua/commit_unclaimed.lua"),
+    ),
+    ("claim_due", include_str!("../lua/claim_due.lua")),
+    ("release_claim", include_str!("../lua/release_claim.lua")),
+    ("refresh_claim", include_str!("../lua/refresh_claim.lua")),
+    ("abandon_claim", include_str!("../lua/abandon_claim.lua")),
+    ("retry_poisoned", include_str!("../lua/retry_poisoned.lua")),
+    ("save_graph", include_str!("../lua/save_graph.lua")),
+    ("prune", include_str!("../lua/prune.lua")),
+];
+
+/// `(name, body)` of the read-only scripts.
+pub(crate) const READ_SCRIPTS: [(&str, &str); 2] = [
+    ("read_event", include_str!("../lua/read_event.lua")),
+    ("list_events", include_str!("../lua/list_events.lua")),
+];
 
 /// Every script, loaded once per store.
 pub(crate) struct Scripts {
@@ -39,20 +60,36 @@ pub(crate) struct Scripts {
 }
 
 impl Scripts {
+    /// The production scripts.
     pub(crate) fn new() -> Self {
+        Self::build(|body| body.to_owned())
+    }
+
+    /// Test variants whose write boundary raises an error: the script stops after all its
+    /// checks passed and before its first write.
+    #[cfg(feature = "testing")]
+    pub(crate) fn with_fail_points() -> Self {
+        Self::build(|body| body.replace(WRITE_BOUNDARY, "error('docket fail point')"))
+    }
+
+    fn build(write_variant: impl Fn(&str) -> String) -> Self {
+        let [initialize, commit_claimed, commit_unclaimed, claim_due, release_claim, refresh_claim, abandon_claim, retry_poisoned, save_graph, prune] =
+            WRITE_SCRIPTS.map(|(_, body)| Script::new(&format!("{PRELUDE}{}", write_variant(body))));
+        let [read_event, list_events] =
+            READ_SCRIPTS.map(|(_, body)| Script::new(&format!("{PRELUDE}{body}")));
         Scripts {
-            initialize: Script::new(lua!("initialize.lua")),
-            commit_claimed: Script::new(lua!("commit_claimed.lua")),
-            commit_unclaimed: Script::new(lua!("commit_unclaimed.lua")),
-            claim_due: Script::new(lua!("claim_due.lua")),
-            release_claim: Script::new(lua!("release_claim.lua")),
-            refresh_claim: Script::new(lua!("refresh_claim.lua")),
-            abandon_claim: Script::new(lua!("abandon_claim.lua")),
-            retry_poisoned: Script::new(lua!("retry_poisoned.lua")),
-            save_graph: Script::new(lua!("save_graph.lua")),
-            prune: Script::new(lua!("prune.lua")),
-            read_event: Script::new(lua!("read_event.lua")),
-            list_events: Script::new(lua!("list_events.lua")),
+            initialize,
+            commit_claimed,
+            commit_unclaimed,
+            claim_due,
+            release_claim,
+            refresh_claim,
+            abandon_claim,
+            retry_poisoned,
+            save_graph,
+            prune,
+            read_event,
+            list_events,
         }
     }
 }
@@ -190,5 +227,71 @@ pub(crate) fn failure(reply: &Reply, status: &str) -> StoreError {
             reply.string(1).unwrap_or_else(|_| "unknown".to_owned()),
         ),
         other => protocol(format!("unknown status {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Commands that change data, as the scripts spell them, plus the prelude helper that
+    /// appends events.
+    const WRITES: [&str; 11] = [
+        "'HSET'",
+        "'HDEL'",
+        "'HINCRBY'",
+        "'ZADD'",
+        "'ZREM'",
+        "'SADD'",
+        "'SREM'",
+        "'DEL'",
+        "'UNLINK'",
+        "'PUBLISH'",
+        "append_events(",
+    ];
+
+    #[test]
+    fn nothing_above_the_write_boundary_of_a_write_script_writes() {
+        for (name, body) in WRITE_SCRIPTS {
+            assert_eq!(
+                body.matches(WRITE_BOUNDARY).count(),
+                1,
+                "{name}: one boundary"
+            );
+            let (checks, writes) = body.split_once(WRITE_BOUNDARY).unwrap_or_default();
+            for write in WRITES {
+                assert!(
+                    !checks.contains(write),
+                    "{name} writes {write} before its boundary"
+                );
+            }
+            assert!(
+                WRITES.iter().any(|w| writes.contains(w)),
+                "{name}: the boundary precedes the writes"
+            );
+        }
+    }
+
+    #[test]
+    fn read_scripts_never_write() {
+        for (name, body) in READ_SCRIPTS {
+            for write in WRITES {
+                assert!(!body.contains(write), "{name} contains {write}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_script_documents_keys_argv_and_returns() {
+        for (name, body) in WRITE_SCRIPTS.iter().chain(READ_SCRIPTS.iter()) {
+            let header: String = body
+                .lines()
+                .take_while(|l| l.starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for part in ["KEYS[1]", "ARGV[1]", "Returns"] {
+                assert!(header.contains(part), "{name}: header lacks {part}");
+            }
+        }
     }
 }

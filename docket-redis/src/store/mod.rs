@@ -91,6 +91,23 @@ impl RedisStore {
         Ok(store)
     }
 
+    /// A twin of this store (same connection and namespace) whose write scripts stop with an
+    /// error exactly at their write boundary: after every check passed, before the first
+    /// write. Tests use it to prove that the checks write nothing (reliability §8 A 14).
+    #[cfg(feature = "testing")]
+    #[must_use]
+    pub fn with_fail_points(&self) -> RedisStore {
+        RedisStore {
+            inner: Arc::new(Inner {
+                client: self.inner.client.clone(),
+                conn: self.inner.conn.clone(),
+                keys: self.inner.keys.clone(),
+                scripts: Scripts::with_fail_points(),
+                runtime: self.inner.runtime.clone(),
+            }),
+        }
+    }
+
     /// The namespace of this store.
     #[must_use]
     pub fn namespace(&self) -> &str {

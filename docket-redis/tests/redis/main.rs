@@ -6,6 +6,7 @@ mod claims;
 mod common;
 mod corruption;
 mod events;
+mod fail_points;
 mod graphs;
 mod prune;
 mod races;
