@@ -35,7 +35,7 @@ end
 redis.call('HDEL', KEYS[1], 'token', 'claimed_at')
 redis.call('ZREM', KEYS[3], P.run_id)
 if wake then
-  redis.call('HSET', KEYS[1], 'attempts', attempts, 'abandons', tostring(abandons + 1), 'wake_at', wake)
+  redis.call('HSET', KEYS[1], 'attempts', attempts, 'abandons', tostring(math.min(abandons + 1, 4294967295)), 'wake_at', wake)
   redis.call('ZADD', KEYS[2], wake, P.run_id)
   return {'ok', 'rescheduled'}
 end

@@ -3,6 +3,7 @@
 
 use docket_core::model::{
     Event, EventPage, EventQuery, RunCursor, RunId, RunInfo, RunPage, RunQuery, RunSummary, Scope,
+    MAX_SEQ,
 };
 use docket_core::store::rules::queries::{
     event_page, take_page, validate_event_query, validate_run_query,
@@ -209,7 +210,9 @@ impl RedisStore {
         validate_event_query(query)?;
         let params = Params::new()
             .scope(scope)
-            .set("after", seq_member(query.after_seq))
+            // No stored seq exceeds MAX_SEQ; clamping keeps the 19-digit lexicographic bound
+            // exact for any `after_seq`.
+            .set("after", seq_member(query.after_seq.min(MAX_SEQ)))
             .set("limit", query.limit);
         let reply = self
             .script(

@@ -81,6 +81,19 @@ async fn pages_walk_the_retained_events_across_gaps() {
         .expect("empty page");
     assert!(past.events.is_empty() && !past.has_more);
     assert_eq!(past.next_after_seq, 9);
+    let beyond = fx
+        .store
+        .list_events(
+            &scope,
+            &run.id,
+            &EventQuery {
+                after_seq: u64::MAX,
+                limit: 2,
+            },
+        )
+        .await
+        .expect("empty page");
+    assert!(beyond.events.is_empty() && !beyond.has_more);
     let gap = fx
         .store
         .fetch_event(&scope, &run.id, 3)

@@ -8,6 +8,7 @@ mod corruption;
 mod events;
 mod fail_points;
 mod graphs;
+mod handback;
 mod prune;
 mod races;
 mod rejections;
