@@ -82,6 +82,21 @@
 //! a stale worker can commit again. Redis is "durable per `appendfsync`, not safe across
 //! failover"; `min-replicas-to-write` narrows the window but does not close it.
 //!
+//! ## Costs
+//!
+//! A script blocks the server while it runs, so every script is bounded: `claim_due` reads at
+//! most `limit` candidates per class and serves at most [`MAX_CLAIM_BATCH`] outcomes per call;
+//! `prune` deletes at most `batch_size` items per category; commits touch one run. Run listings
+//! are not scripts: they walk the scope's index newest first in batches of 256 members and
+//! filter by graph and status in Rust, so a very selective filter over many runs costs several
+//! round trips rather than one long script.
+//!
+//! ## Testing
+//!
+//! The `testing` feature adds `testing::RedisHarness` (the conformance harness: one namespace
+//! per case, cleaned up by `SCAN` + `UNLINK`) and `RedisStore::with_fail_points`, a twin whose
+//! write scripts stop at their write boundary, used to prove that no check writes.
+//!
 //! ## Errors
 //!
 //! No Redis type crosses the store traits. A refused connection and every reply proving that

@@ -120,39 +120,12 @@ impl Drop for AclUser {
 #[tokio::test]
 async fn a_server_that_forbids_config_is_used_with_a_warning() {
     let user = AclUser::create(&["~*", "&*", "+@all", "-config"]).await;
-    let store = RedisStore::connect(RedisConfig::new(&user.url, fresh_namespace()))
+    let fx = open().await;
+    let store = RedisStore::connect(RedisConfig::new(&user.url, fx.store.namespace()))
         .await
         .expect("CONFIG forbidden is not fatal");
-    let guard = RedisGuardless(store.clone());
     start_simple(&store, &OwnerScope::Tenantless, "r1").await;
     assert_eq!(claim_one(&store, t(1)).await.run_id, rid("r1"));
-    guard.cleanup().await;
-}
-
-/// Deletes a store's namespace without the harness guard (the store was connected directly).
-struct RedisGuardless(RedisStore);
-
-impl RedisGuardless {
-    async fn cleanup(self) {
-        let pattern = self.0.keys().scan_pattern();
-        let client = redis::Client::open(test_url()).expect("url");
-        let mut conn = client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("connection");
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(pattern)
-            .query_async(&mut conn)
-            .await
-            .expect("keys");
-        if !keys.is_empty() {
-            redis::cmd("UNLINK")
-                .arg(keys)
-                .query_async::<()>(&mut conn)
-                .await
-                .expect("unlink");
-        }
-    }
 }
 
 async fn subscribers(guard: &RedisGuard, channel: &str) -> i64 {
@@ -197,23 +170,20 @@ async fn a_due_initialization_publishes_a_wake_hint() {
 #[tokio::test]
 async fn the_wake_subscriber_reconnects_after_its_connection_is_killed() {
     let user = AclUser::create(&["~*", "&*", "+@all"]).await;
-    let (admin_store, guard) = docket_redis::testing::RedisHarness::from_env()
-        .open_store()
-        .await
-        .expect("harness");
-    let store = RedisStore::connect(RedisConfig::new(&user.url, admin_store.namespace()))
+    let fx = open().await;
+    let store = RedisStore::connect(RedisConfig::new(&user.url, fx.store.namespace()))
         .await
         .expect("connect as the test user");
     let channel = store.keys().wake_channel();
     let mut hints = store.wakeups().expect("wakeups");
-    await_subscribers(&guard, &channel).await;
+    await_subscribers(&fx.guard, &channel).await;
     user.kill_connections().await;
     // The subscriber comes back on its own (and says so with a hint).
     next_hint(&mut hints).await;
-    await_subscribers(&guard, &channel).await;
+    await_subscribers(&fx.guard, &channel).await;
     drain(&mut hints);
     // Written through another connection: the killed store's next write would be ambiguous.
-    start_simple(&admin_store, &OwnerScope::Tenantless, "r1").await;
+    start_simple(&fx.store, &OwnerScope::Tenantless, "r1").await;
     next_hint(&mut hints).await;
 }
 
