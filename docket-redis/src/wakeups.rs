@@ -1,10 +1,12 @@
 //! Wake hints over pub/sub (`PUBLISH docket:<ns>:wake`), with polling as the correctness
 //! mechanism: a lost hint costs latency only.
 //!
-//! Each subscription is one task holding one dedicated pub/sub connection. When the connection
-//! drops, the task reconnects with a capped exponential backoff and, once subscribed again,
-//! emits one hint, because hints published while it was away are lost. Hints coalesce (the
-//! buffer holds one), and the task ends when the stream is dropped.
+//! Each subscription is one task holding one dedicated pub/sub connection. Every time it has
+//! (re)subscribed it emits one hint, because hints published before the subscription was in
+//! place (or while it was away) are lost: a consumer that subscribes and then triggers a wake
+//! can therefore never miss it. When the connection drops, the task reconnects with a capped
+//! exponential backoff. Hints coalesce (the buffer holds one), and the task ends when the
+//! stream is dropped.
 
 use std::time::Duration;
 
@@ -30,15 +32,12 @@ pub(crate) fn subscribe(
 
 async fn pump(client: redis::Client, channel: String, tx: mpsc::Sender<()>) {
     let mut backoff = MIN_BACKOFF;
-    let mut reconnecting = false;
     loop {
         match client.get_async_pubsub().await {
             Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
                 Ok(()) => {
                     backoff = MIN_BACKOFF;
-                    if reconnecting {
-                        let _ = tx.try_send(());
-                    }
+                    let _ = tx.try_send(());
                     let mut messages = pubsub.into_on_message();
                     loop {
                         tokio::select! {
@@ -55,7 +54,6 @@ async fn pump(client: redis::Client, channel: String, tx: mpsc::Sender<()>) {
             },
             Err(e) => tracing::debug!(channel, error = %e, "wake-hint connection failed"),
         }
-        reconnecting = true;
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
             () = tx.closed() => return,
