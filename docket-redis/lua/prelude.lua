@@ -71,7 +71,7 @@ local function append_events(events_key, seqs_key, by_time_key, run_id, now, fir
     if redis.call('HEXISTS', events_key, ARGV[i]) == 0 then
       redis.call('HSET', events_key, ARGV[i], ARGV[i + 1])
       redis.call('ZADD', seqs_key, 0, ARGV[i])
-      redis.call('ZADD', by_time_key, now, ARGV[i] .. ':' .. run_id)
+      redis.call('ZADD', by_time_key, now, run_id .. '\0' .. ARGV[i])
     end
   end
 end

@@ -135,7 +135,8 @@ impl Keys {
         format!("{}eseq:{}", self.prefix, id.as_str())
     }
 
-    /// Sorted set `seq19:run_id` scored by `inserted_at` µs (event retention).
+    /// Sorted set `run_id NUL seq19` scored by `inserted_at` µs (event retention). NUL cannot
+    /// occur in an id, so ties order by `(run_id, seq)` exactly like the reference store.
     #[must_use]
     pub fn events_by_time(&self) -> String {
         format!("{}events_by_time", self.prefix)
@@ -183,8 +184,7 @@ impl Keys {
         format!("{}:{}", sortable_time(started_at), id.as_str())
     }
 
-    /// `<owner_part>:<enc(graph_id)>`: the member of the graph-id set, and the suffix of the
-    /// graph keys.
+    /// `<owner_part>:<enc(graph_id)>`: the suffix of the graph keys.
     #[must_use]
     pub fn graph_member(owner: &OwnerScope, graph_id: &GraphId) -> String {
         format!("{}:{}", owner_part(owner), enc(graph_id.as_str()))
@@ -211,10 +211,35 @@ impl Keys {
         )
     }
 
-    /// Set of every `graph_member` with stored versions (the pruner's work list).
+    /// Lexicographic sorted set of every graph version of the namespace, oldest first by
+    /// `(published_at, owner, graph_id, graph_hash)` (the pruner's work list); see
+    /// [`Keys::graph_time_member`].
     #[must_use]
-    pub fn graph_ids(&self) -> String {
-        format!("{}graph_ids", self.prefix)
+    pub fn graphs_by_time(&self) -> String {
+        format!("{}graphs_by_time", self.prefix)
+    }
+
+    /// The member of a version in [`Keys::graphs_by_time`]:
+    /// `sortable(published_at) NUL owner NUL graph_id NUL graph_hash`, where owner is `0` for
+    /// tenantless and `1<tenant>` for a tenant. NUL cannot occur in ids, so byte order is the
+    /// tuple order (tenantless before tenants, as `OwnerScope` orders).
+    #[must_use]
+    pub fn graph_time_member(
+        published_at: Timestamp,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+        hash: &GraphHash,
+    ) -> String {
+        let owner = match owner {
+            OwnerScope::Tenantless => "0".to_owned(),
+            OwnerScope::Tenant(id) => format!("1{}", id.as_str()),
+        };
+        format!(
+            "{}\0{owner}\0{}\0{}",
+            sortable_time(published_at),
+            graph_id.as_str(),
+            hash.as_str()
+        )
     }
 
     /// The member of a version in its graph's version set.

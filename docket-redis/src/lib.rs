@@ -37,7 +37,7 @@
 //! | `T run:<run_id>` | hash | `doc` (canonical JSON), `owner` (`""` = tenantless), `graph_id`, `graph_hash`, `status`, `seq`, `event_seq`, `step`, `started_at`, `updated_at`, `finished_at`, `token`, `claimed_at`, `wake_at`, `attempts`, `abandons`, `poisoned_at`, `poison_reason`, `ckpt_type` (absent field = none) |
 //! | `T events:<run_id>` | hash | `seq19` → canonical event JSON |
 //! | `T eseq:<run_id>` | zset (lex) | retained `seq19` of the run |
-//! | `T events_by_time` | zset | `seq19:run_id` scored by insertion time (event retention) |
+//! | `T events_by_time` | zset | `run_id NUL seq19` scored by insertion time (event retention) |
 //! | `T ready` | zset | unclaimed healthy running runs scored by `wake_at` |
 //! | `T claims` | zset | claimed runs scored by `claimed_at` |
 //! | `T poisoned` | set | poisoned run ids |
@@ -45,7 +45,7 @@
 //! | `T runs`, `T runs_of:<owner>` | zset (lex) | `sortable(started_at):run_id`, all runs / one owner's |
 //! | `T graph:<owner>:<graph_id>:<hash>` | hash | `bytes` (canonical document), `published_at`, `refs` (runs referencing it) |
 //! | `T graph_versions:<owner>:<graph_id>` | zset (lex) | `sortable(published_at):hash` |
-//! | `T graph_ids` | set | `<owner>:<graph_id>` with stored versions |
+//! | `T graphs_by_time` | zset (lex) | `sortable(published_at) NUL owner NUL graph_id NUL hash`: every version, oldest first (graph retention) |
 //!
 //! `seq19` is a seq zero-padded to 19 digits and `sortable(t)` a fixed-width rendering of a
 //! timestamp whose byte order is time order, so the lexicographic sets (`zset (lex)`, all

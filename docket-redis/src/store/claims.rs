@@ -203,6 +203,10 @@ impl RedisStore {
         run_id: &RunId,
         now: Timestamp,
     ) -> Result<Run, StoreError> {
+        // Decode first, like the reference store: a corrupt row is reported before anything
+        // is written (an operator command can afford the extra round trip). The script then
+        // re-checks visibility, status and poison atomically.
+        self.load_run(scope, run_id).await?;
         let k = self.keys();
         let params = Params::new()
             .scope(scope)

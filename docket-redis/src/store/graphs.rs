@@ -36,7 +36,7 @@ impl RedisStore {
         let keys = vec![
             k.graph(owner, &graph_ref.graph_id, &graph_ref.graph_hash),
             k.graph_versions(owner, &graph_ref.graph_id),
-            k.graph_ids(),
+            k.graphs_by_time(),
         ];
         let params = Params::new()
             .set("published_at", now.as_micros())
@@ -45,8 +45,8 @@ impl RedisStore {
                 Keys::graph_version_member(now, &graph_ref.graph_hash),
             )
             .set(
-                "graph_member",
-                Keys::graph_member(owner, &graph_ref.graph_id),
+                "time_member",
+                Keys::graph_time_member(now, owner, &graph_ref.graph_id, &graph_ref.graph_hash),
             );
         let reply = self
             .script(

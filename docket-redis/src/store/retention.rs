@@ -27,7 +27,7 @@ impl RedisStore {
         let keys = vec![
             k.events_by_time(),
             k.terminal(),
-            k.graph_ids(),
+            k.graphs_by_time(),
             k.runs_all(),
         ];
         let reply = self

@@ -156,3 +156,68 @@ async fn only_unreferenced_versions_below_the_newest_ten_are_pruned() {
         assert!(fx.store.fetch_graph(&owner, kept).await.is_ok());
     }
 }
+
+#[tokio::test]
+async fn ties_in_event_age_break_by_run_id_then_seq() {
+    let fx = open().await;
+    let owner = OwnerScope::Tenantless;
+    // "a" < "a!" as ids, although ':' (a key separator) sorts after '!'.
+    start_simple(&fx.store, &owner, "a!").await;
+    start_simple(&fx.store, &owner, "a").await;
+    let report = fx
+        .store
+        .prune(&prune_policy(t(100), 10, 10, 1))
+        .await
+        .expect("prune");
+    assert_eq!(report.events_deleted, 1);
+    let gone = fx
+        .store
+        .fetch_event(&Scope::System, &rid("a"), 1)
+        .await
+        .expect_err("oldest by (inserted_at, run_id)");
+    assert_eq!(gone.kind(), StoreErrorKind::NotFound);
+    assert!(fx
+        .store
+        .fetch_event(&Scope::System, &rid("a!"), 1)
+        .await
+        .is_ok());
+}
+
+#[tokio::test]
+async fn graph_versions_go_oldest_first_then_by_owner_graph_and_hash() {
+    let fx = open().await;
+    let tenantless = OwnerScope::Tenantless;
+    let acme = tenant("acme");
+    let mut oldest = Vec::new();
+    for (owner, id) in [(&acme, "g"), (&tenantless, "h")] {
+        for v in 0..11 {
+            let r = publish_variant(&fx.store, owner, id, v, t(v as i64)).await;
+            if v == 0 {
+                oldest.push((owner.clone(), r));
+            }
+        }
+    }
+    let report = fx
+        .store
+        .prune(&prune_policy(t(100), 1, 1, 1))
+        .await
+        .expect("prune");
+    assert_eq!(report.graphs_deleted, 1);
+    // Both oldest versions are prunable and tie on time: tenantless goes before any tenant.
+    let (acme_owner, acme_ref) = &oldest[0];
+    let (tl_owner, tl_ref) = &oldest[1];
+    assert!(fx.store.fetch_graph(acme_owner, acme_ref).await.is_ok());
+    let err = fx
+        .store
+        .fetch_graph(tl_owner, tl_ref)
+        .await
+        .expect_err("pruned");
+    assert_eq!(err.kind(), StoreErrorKind::NotFound);
+    let report = fx
+        .store
+        .prune(&prune_policy(t(100), 1, 1, 5))
+        .await
+        .expect("prune");
+    assert_eq!(report.graphs_deleted, 1);
+    assert!(fx.store.fetch_graph(acme_owner, acme_ref).await.is_err());
+}

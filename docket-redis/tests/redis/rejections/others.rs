@@ -140,6 +140,33 @@ async fn retry_poisoned_checks_write_nothing() {
 }
 
 #[tokio::test]
+async fn retry_poisoned_reports_a_corrupt_document_without_recovering_it() {
+    let fx = open().await;
+    let owner = tenant("acme");
+    let sick = start_simple(&fx.store, &owner, "sick").await;
+    fx.store
+        .claim_due(&policy(t(1), 1, 0, 1, None))
+        .await
+        .expect("claim");
+    let poisoned = fx
+        .store
+        .claim_due(&policy(t(2), 1, 0, 1, None))
+        .await
+        .expect("poison");
+    assert_eq!(poisoned.poisoned.len(), 1);
+    fx.guard
+        .overwrite_field(&fx.store.keys().run(&sick.id), "doc", UNDECODABLE)
+        .await
+        .expect("corrupt");
+    rejected(
+        &fx,
+        StoreErrorKind::Corrupt,
+        fx.store.retry_poisoned_run(&acme(), &sick.id, t(3)),
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn save_graph_checks_write_nothing() {
     let (fx, _, _, _, _) = populated().await;
     let owner = tenant("acme");
