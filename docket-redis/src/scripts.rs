@@ -18,30 +18,21 @@ const PRELUDE: &str = include_str!("../lua/prelude.lua");
 
 /// The line of every write script below which the writes start (nothing above it writes).
 #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
-pub(crate) const WRITE_BOUNDARY: &str = "-- ===== writes: every check is above this line =====";
+const WRITE_BOUNDARY: &str = "-- ===== writes: every check is above this line =====";
 
-/// `(name, body)` of every write script, in a fixed order.
-pub(crate) const WRITE_SCRIPTS: [(&str, &str); 10] = [
-    ("initialize", include_str!("../lua/initialize.lua")),
-    ("commit_claimed", include_str!("../lua/commit_claimed.lua")),
-    (
-        "commit_unclaimed",
-        include_str!("../lua/commit_unclaimed.lua"),
-    ),
-    ("claim_due", include_str!("../lua/claim_due.lua")),
-    ("release_claim", include_str!("../lua/release_claim.lua")),
-    ("refresh_claim", include_str!("../lua/refresh_claim.lua")),
-    ("abandon_claim", include_str!("../lua/abandon_claim.lua")),
-    ("retry_poisoned", include_str!("../lua/retry_poisoned.lua")),
-    ("save_graph", include_str!("../lua/save_graph.lua")),
-    ("prune", include_str!("../lua/prune.lua")),
-];
-
-/// `(name, body)` of the read-only scripts.
-pub(crate) const READ_SCRIPTS: [(&str, &str); 2] = [
-    ("read_event", include_str!("../lua/read_event.lua")),
-    ("list_events", include_str!("../lua/list_events.lua")),
-];
+/// Operation bodies (each prefixed with [`PRELUDE`] when loaded).
+const INITIALIZE: &str = include_str!("../lua/initialize.lua");
+const COMMIT_CLAIMED: &str = include_str!("../lua/commit_claimed.lua");
+const COMMIT_UNCLAIMED: &str = include_str!("../lua/commit_unclaimed.lua");
+const CLAIM_DUE: &str = include_str!("../lua/claim_due.lua");
+const RELEASE_CLAIM: &str = include_str!("../lua/release_claim.lua");
+const REFRESH_CLAIM: &str = include_str!("../lua/refresh_claim.lua");
+const ABANDON_CLAIM: &str = include_str!("../lua/abandon_claim.lua");
+const RETRY_POISONED: &str = include_str!("../lua/retry_poisoned.lua");
+const SAVE_GRAPH: &str = include_str!("../lua/save_graph.lua");
+const PRUNE: &str = include_str!("../lua/prune.lua");
+const READ_EVENT: &str = include_str!("../lua/read_event.lua");
+const LIST_EVENTS: &str = include_str!("../lua/list_events.lua");
 
 /// Every script, loaded once per store.
 pub(crate) struct Scripts {
@@ -73,23 +64,21 @@ impl Scripts {
     }
 
     fn build(write_variant: impl Fn(&str) -> String) -> Self {
-        let [initialize, commit_claimed, commit_unclaimed, claim_due, release_claim, refresh_claim, abandon_claim, retry_poisoned, save_graph, prune] =
-            WRITE_SCRIPTS.map(|(_, body)| Script::new(&format!("{PRELUDE}{}", write_variant(body))));
-        let [read_event, list_events] =
-            READ_SCRIPTS.map(|(_, body)| Script::new(&format!("{PRELUDE}{body}")));
+        let write = |body: &str| Script::new(&format!("{PRELUDE}{}", write_variant(body)));
+        let read = |body: &str| Script::new(&format!("{PRELUDE}{body}"));
         Scripts {
-            initialize,
-            commit_claimed,
-            commit_unclaimed,
-            claim_due,
-            release_claim,
-            refresh_claim,
-            abandon_claim,
-            retry_poisoned,
-            save_graph,
-            prune,
-            read_event,
-            list_events,
+            initialize: write(INITIALIZE),
+            commit_claimed: write(COMMIT_CLAIMED),
+            commit_unclaimed: write(COMMIT_UNCLAIMED),
+            claim_due: write(CLAIM_DUE),
+            release_claim: write(RELEASE_CLAIM),
+            refresh_claim: write(REFRESH_CLAIM),
+            abandon_claim: write(ABANDON_CLAIM),
+            retry_poisoned: write(RETRY_POISONED),
+            save_graph: write(SAVE_GRAPH),
+            prune: write(PRUNE),
+            read_event: read(READ_EVENT),
+            list_events: read(LIST_EVENTS),
         }
     }
 }
@@ -233,6 +222,24 @@ pub(crate) fn failure(reply: &Reply, status: &str) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `(name, body)` of every write script.
+    const WRITE_SCRIPTS: [(&str, &str); 10] = [
+        ("initialize", INITIALIZE),
+        ("commit_claimed", COMMIT_CLAIMED),
+        ("commit_unclaimed", COMMIT_UNCLAIMED),
+        ("claim_due", CLAIM_DUE),
+        ("release_claim", RELEASE_CLAIM),
+        ("refresh_claim", REFRESH_CLAIM),
+        ("abandon_claim", ABANDON_CLAIM),
+        ("retry_poisoned", RETRY_POISONED),
+        ("save_graph", SAVE_GRAPH),
+        ("prune", PRUNE),
+    ];
+
+    /// `(name, body)` of the read-only scripts.
+    const READ_SCRIPTS: [(&str, &str); 2] =
+        [("read_event", READ_EVENT), ("list_events", LIST_EVENTS)];
 
     /// Commands that change data, as the scripts spell them, plus the prelude helper that
     /// appends events.
