@@ -1,0 +1,79 @@
+-- commit_unclaimed.lua: a signal's moment committed under an optimistic checkpoint_seq CAS
+-- (spec §4.1 commit_unclaimed, §3.3). Never checks a claim token; always releases any claim,
+-- which fences out an in-flight holder.
+--
+-- KEYS[1] run hash          KEYS[2] events hash       KEYS[3] event seqs zset
+-- KEYS[4] events by time    KEYS[5] ready zset        KEYS[6] claims zset
+-- KEYS[7] poisoned set      KEYS[8] terminal zset
+-- ARGV[1] JSON: run_id, scope_kind, scope_owner, graph_id, graph_hash, started_at (identity),
+--         expected_seq, allowed_from (comma-separated, decided in Rust), status, seq,
+--         event_seq, step, updated_at, finished_at ("" = none), ckpt_type,
+--         wake_at ("" = no wake), now, terminal ("1"/"0"), notify ("1"/"0"), channel, namespace
+-- ARGV[2] run document (canonical JSON)
+-- ARGV[3..] event pairs: seq19, canonical event JSON
+-- Returns {"ok"} | {"not_found"} | {"invalid_transition", reason} | {"stale"} |
+--         {"event_conflict", seq19} | {"corrupt", detail}
+-- Checks, in order: visible in scope → immutable identity → seq fence → status matrix →
+-- stored events agree. Then writes: document, counters and poison reset, release, events,
+-- wake hint.
+
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {'not_found'}
+end
+local row = redis.call('HMGET', KEYS[1],
+  'owner', 'graph_id', 'graph_hash', 'started_at', 'seq', 'status')
+if not row[1] or not row[2] or not row[3] or not row[4] or not row[5] or not row[6] then
+  return {'corrupt', 'run hash lacks an operational field'}
+end
+if not visible(row[1]) then
+  return {'not_found'}
+end
+if row[2] ~= P.graph_id or row[3] ~= P.graph_hash or row[4] ~= P.started_at then
+  return {'invalid_transition', "the proposal changes the run's immutable identity (id, graph or started_at)"}
+end
+if row[5] ~= P.expected_seq then
+  return {'stale'}
+end
+if not listed(P.allowed_from, row[6]) then
+  return {'invalid_transition', 'status ' .. row[6] .. ' cannot become ' .. P.status}
+end
+local conflict = event_conflict(KEYS[2], 3)
+if conflict then
+  return {'event_conflict', conflict}
+end
+
+-- ===== writes: every check is above this line =====
+
+redis.call('HSET', KEYS[1],
+  'doc', ARGV[2],
+  'status', P.status,
+  'seq', P.seq,
+  'event_seq', P.event_seq,
+  'step', P.step,
+  'updated_at', P.updated_at,
+  'ckpt_type', P.ckpt_type,
+  'attempts', '0',
+  'abandons', '0')
+redis.call('HDEL', KEYS[1], 'poisoned_at', 'poison_reason', 'token', 'claimed_at')
+redis.call('SREM', KEYS[7], P.run_id)
+redis.call('ZREM', KEYS[6], P.run_id)
+if P.finished_at ~= '' then
+  redis.call('HSET', KEYS[1], 'finished_at', P.finished_at)
+else
+  redis.call('HDEL', KEYS[1], 'finished_at')
+end
+if P.wake_at ~= '' then
+  redis.call('HSET', KEYS[1], 'wake_at', P.wake_at)
+  redis.call('ZADD', KEYS[5], P.wake_at, P.run_id)
+else
+  redis.call('HDEL', KEYS[1], 'wake_at')
+  redis.call('ZREM', KEYS[5], P.run_id)
+end
+if P.terminal == '1' then
+  redis.call('ZADD', KEYS[8], P.updated_at, P.run_id)
+end
+append_events(KEYS[2], KEYS[3], KEYS[4], P.run_id, P.now, 3)
+if P.notify == '1' then
+  redis.call('PUBLISH', P.channel, P.namespace)
+end
+return {'ok'}

@@ -1,0 +1,99 @@
+-- prelude.lua: helpers shared by every docket script. It is prepended to each script file when
+-- the script is loaded (so each operation is still one EVALSHA of one script body).
+--
+-- Conventions for every script:
+--   * ARGV[1] is a JSON object of named string parameters (P below). Integers travel as exact
+--     decimal strings and are compared as strings: Lua numbers are doubles and would round
+--     seqs above 2^53.
+--   * Replies are arrays whose first element is a status string ("ok", "not_found", ...).
+--   * Every check runs before the first write: a script that returns anything but "ok" has
+--     written nothing, and the writes after the checks cannot fail on well-typed keys. The
+--     line "-- ===== writes: ... =====" marks the boundary in every write script; tests prove
+--     that nothing above it writes (statically) and that a fail point placed on it leaves the
+--     store unchanged (reliability §8 A 14).
+--   * Time is never read from the server (no TIME): every instant is the caller's `now`.
+
+local P = cjson.decode(ARGV[1])
+
+-- Whether a row owned by `owner` (stored scope key, "" = tenantless) is visible in the scope
+-- given by P.scope_kind ("system" | "owner") and P.scope_owner.
+local function visible(owner)
+  return P.scope_kind == 'system' or owner == P.scope_owner
+end
+
+-- Percent-encodes '%', ':', '{' and '}' exactly like keys::enc in Rust.
+local function enc(s)
+  return (string.gsub(s, '[%%:{}]', function(c)
+    return string.format('%%%02X', string.byte(c))
+  end))
+end
+
+-- The key component of an owner (stored scope key), like keys::owner_part in Rust.
+local function owner_part(owner)
+  if owner == '' then
+    return '_'
+  end
+  return 't.' .. enc(owner)
+end
+
+-- A decimal i64 string as a fixed-width, byte-ordered string, like keys::sortable_time.
+local function sortable_time(t)
+  if string.sub(t, 1, 1) == '-' then
+    local digits = string.sub(t, 2)
+    digits = string.rep('0', 19 - #digits) .. digits
+    return 'n' .. (string.gsub(digits, '%d', function(d)
+      return tostring(9 - tonumber(d))
+    end))
+  end
+  return 'p' .. string.rep('0', 19 - #t) .. t
+end
+
+-- Whether `item` is one of the comma-separated `list`.
+local function listed(list, item)
+  return string.find(',' .. list .. ',', ',' .. item .. ',', 1, true) ~= nil
+end
+
+-- Event pairs start at ARGV[first]: seq19, canonical event JSON, seq19, JSON, ...
+-- Returns the first seq whose stored event has different bytes, or nil.
+local function event_conflict(events_key, first)
+  for i = first, #ARGV, 2 do
+    local stored = redis.call('HGET', events_key, ARGV[i])
+    if stored and stored ~= ARGV[i + 1] then
+      return ARGV[i]
+    end
+  end
+  return nil
+end
+
+-- Appends the events not stored yet (identical ones are accepted without a write).
+local function append_events(events_key, seqs_key, by_time_key, run_id, now, first)
+  for i = first, #ARGV, 2 do
+    if redis.call('HEXISTS', events_key, ARGV[i]) == 0 then
+      redis.call('HSET', events_key, ARGV[i], ARGV[i + 1])
+      redis.call('ZADD', seqs_key, 0, ARGV[i])
+      redis.call('ZADD', by_time_key, now, run_id .. '\0' .. ARGV[i])
+    end
+  end
+end
+
+-- Exact `a < b` for canonical decimal i64 strings (no float rounding, no locale collation).
+local function int_less(a, b)
+  local neg_a, neg_b = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
+  if neg_a ~= neg_b then
+    return neg_a
+  end
+  if neg_a then
+    a, b = string.sub(b, 2), string.sub(a, 2)
+  end
+  if #a ~= #b then
+    return #a < #b
+  end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return false
+end
+

@@ -1,0 +1,157 @@
+//! Connection settings and the server checks made at connect time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use docket_core::store::{Message, StoreError};
+
+use crate::keys::{namespace_is_valid, MAX_NAMESPACE_LEN};
+
+/// How to reach Redis and which namespace to use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisConfig {
+    /// A `redis://` (or `rediss://`, `unix://`) URL.
+    pub url: String,
+    /// The namespace: every key lives under the hash tag `{docket:<namespace>}`.
+    /// `[A-Za-z0-9._-]`, at most 128 bytes.
+    pub namespace: String,
+    /// How long to wait for a reply. A write whose reply times out is reported as
+    /// [`StoreError::Ambiguous`], so keep this well above the slowest script.
+    pub response_timeout: Duration,
+    /// How long one connection attempt may take.
+    pub connection_timeout: Duration,
+}
+
+impl RedisConfig {
+    /// Default settings for `url` and `namespace` (10 s replies, 2 s connection attempts).
+    #[must_use]
+    pub fn new(url: impl Into<String>, namespace: impl Into<String>) -> Self {
+        RedisConfig {
+            url: url.into(),
+            namespace: namespace.into(),
+            response_timeout: Duration::from_secs(10),
+            connection_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Why [`crate::RedisStore::connect`] refused to start.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The namespace is empty, too long or uses characters outside `[A-Za-z0-9._-]`.
+    #[error("invalid namespace {0:?}: use 1..={MAX_NAMESPACE_LEN} characters from [A-Za-z0-9._-]")]
+    InvalidNamespace(String),
+    /// The URL cannot be parsed.
+    #[error("invalid Redis URL: {0}")]
+    InvalidUrl(String),
+    /// The server may evict keys, which would silently delete runs, claims and events.
+    #[error(
+        "Redis maxmemory-policy is {policy:?}: Docket requires `noeviction` \
+         (run `CONFIG SET maxmemory-policy noeviction` and persist it in redis.conf)"
+    )]
+    EvictionPolicy {
+        /// The policy the server reported.
+        policy: String,
+    },
+    /// The server could not be reached or answered with an error.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<ConnectError> for StoreError {
+    fn from(err: ConnectError) -> Self {
+        match err {
+            ConnectError::Store(e) => e,
+            ConnectError::InvalidNamespace(_) | ConnectError::InvalidUrl(_) => {
+                StoreError::invalid_argument(err.to_string())
+            }
+            ConnectError::EvictionPolicy { .. } => StoreError::Unavailable {
+                retryable: false,
+                source: Arc::new(err),
+            },
+        }
+    }
+}
+
+/// Checks a namespace.
+///
+/// # Errors
+/// [`ConnectError::InvalidNamespace`].
+pub fn check_namespace(namespace: &str) -> Result<(), ConnectError> {
+    if namespace_is_valid(namespace) {
+        Ok(())
+    } else {
+        Err(ConnectError::InvalidNamespace(namespace.to_owned()))
+    }
+}
+
+/// The eviction check made at connect: anything but `noeviction` is refused, because an evicted
+/// run hash, claim entry or event would be lost without any error.
+///
+/// # Errors
+/// [`ConnectError::EvictionPolicy`] naming the policy.
+pub fn check_eviction_policy(policy: &str) -> Result<(), ConnectError> {
+    if policy.eq_ignore_ascii_case("noeviction") {
+        Ok(())
+    } else {
+        Err(ConnectError::EvictionPolicy {
+            policy: policy.to_owned(),
+        })
+    }
+}
+
+/// The warnings logged at connect for a persistence setting that can lose acknowledged
+/// commits (`appendonly` and `appendfsync` as `CONFIG GET` reports them).
+#[must_use]
+pub fn persistence_warnings(appendonly: &str, appendfsync: &str) -> Vec<String> {
+    if !appendonly.eq_ignore_ascii_case("yes") {
+        return vec![
+            "Redis AOF is off (appendonly no): a server crash or restart loses every \
+             acknowledged Docket commit since the last RDB snapshot, or all of them without one"
+                .to_owned(),
+        ];
+    }
+    if !appendfsync.eq_ignore_ascii_case("always") {
+        return vec![format!(
+            "Redis appendfsync is {appendfsync:?}, not \"always\": a crash can lose acknowledged \
+             Docket commits (about one second with everysec; whatever the OS had not flushed \
+             with no)"
+        )];
+    }
+    Vec::new()
+}
+
+pub(crate) fn unavailable(detail: impl Into<String>) -> StoreError {
+    StoreError::permanent(Message(detail.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docket_core::store::StoreErrorKind;
+
+    #[test]
+    fn only_noeviction_passes_the_eviction_check() {
+        assert!(check_eviction_policy("noeviction").is_ok());
+        for policy in [
+            "allkeys-lru",
+            "volatile-lru",
+            "allkeys-random",
+            "volatile-ttl",
+        ] {
+            let err = check_eviction_policy(policy).expect_err("evicting policy");
+            assert!(err.to_string().contains(policy));
+            let store: StoreError = err.into();
+            assert_eq!(store.kind(), StoreErrorKind::Unavailable);
+            assert!(!store.is_retryable());
+        }
+    }
+
+    #[test]
+    fn persistence_warnings_name_the_risk() {
+        assert!(persistence_warnings("yes", "always").is_empty());
+        assert!(persistence_warnings("yes", "everysec")[0].contains("everysec"));
+        assert!(persistence_warnings("no", "always")[0].contains("AOF is off"));
+    }
+}

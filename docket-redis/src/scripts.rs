@@ -1,0 +1,304 @@
+//! The Lua scripts (one per operation, `lua/*.lua`) and the plumbing to run them.
+//!
+//! Each script is the shared `lua/prelude.lua` followed by the operation's file, compiled into
+//! the binary with `include_str!` and run with `EVALSHA`. `redis::Script::invoke_async` reloads
+//! a script the server does not know (`NOSCRIPT`: after a restart, a failover or
+//! `SCRIPT FLUSH`) and re-sends it, which is safe because a `NOSCRIPT` reply means nothing ran.
+//! A flush racing that reload can still surface `NOSCRIPT` once more, so [`ScriptRunner::run`]
+//! retries a bounded number of times.
+
+use docket_core::store::StoreError;
+use redis::aio::ConnectionManager;
+use redis::{ErrorKind, Script, ServerErrorKind, Value};
+
+use crate::error::{map_redis_error, Access};
+
+/// The helpers prepended to every script.
+const PRELUDE: &str = include_str!("../lua/prelude.lua");
+
+/// The line of every write script below which the writes start (nothing above it writes).
+#[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
+const WRITE_BOUNDARY: &str = "-- ===== writes: every check is above this line =====";
+
+/// Operation bodies (each prefixed with [`PRELUDE`] when loaded).
+const INITIALIZE: &str = include_str!("../lua/initialize.lua");
+const COMMIT_CLAIMED: &str = include_str!("../lua/commit_claimed.lua");
+const COMMIT_UNCLAIMED: &str = include_str!("../lua/commit_unclaimed.lua");
+const CLAIM_DUE: &str = include_str!("../lua/claim_due.lua");
+const RELEASE_CLAIM: &str = include_str!("../lua/release_claim.lua");
+const REFRESH_CLAIM: &str = include_str!("../lua/refresh_claim.lua");
+const ABANDON_CLAIM: &str = include_str!("../lua/abandon_claim.lua");
+const RETRY_POISONED: &str = include_str!("../lua/retry_poisoned.lua");
+const SAVE_GRAPH: &str = include_str!("../lua/save_graph.lua");
+const PRUNE: &str = include_str!("../lua/prune.lua");
+const READ_EVENT: &str = include_str!("../lua/read_event.lua");
+const LIST_EVENTS: &str = include_str!("../lua/list_events.lua");
+
+/// Every script, loaded once per store.
+pub(crate) struct Scripts {
+    pub initialize: Script,
+    pub commit_claimed: Script,
+    pub commit_unclaimed: Script,
+    pub claim_due: Script,
+    pub release_claim: Script,
+    pub refresh_claim: Script,
+    pub abandon_claim: Script,
+    pub retry_poisoned: Script,
+    pub save_graph: Script,
+    pub prune: Script,
+    pub read_event: Script,
+    pub list_events: Script,
+}
+
+impl Scripts {
+    /// The production scripts.
+    pub(crate) fn new() -> Self {
+        Self::build(|body| body.to_owned())
+    }
+
+    /// Test variants whose write boundary raises an error: the script stops after all its
+    /// checks passed and before its first write.
+    #[cfg(feature = "testing")]
+    pub(crate) fn with_fail_points() -> Self {
+        Self::build(|body| body.replace(WRITE_BOUNDARY, "error('docket fail point')"))
+    }
+
+    fn build(write_variant: impl Fn(&str) -> String) -> Self {
+        let write = |body: &str| Script::new(&format!("{PRELUDE}{}", write_variant(body)));
+        let read = |body: &str| Script::new(&format!("{PRELUDE}{body}"));
+        Scripts {
+            initialize: write(INITIALIZE),
+            commit_claimed: write(COMMIT_CLAIMED),
+            commit_unclaimed: write(COMMIT_UNCLAIMED),
+            claim_due: write(CLAIM_DUE),
+            release_claim: write(RELEASE_CLAIM),
+            refresh_claim: write(REFRESH_CLAIM),
+            abandon_claim: write(ABANDON_CLAIM),
+            retry_poisoned: write(RETRY_POISONED),
+            save_graph: write(SAVE_GRAPH),
+            prune: write(PRUNE),
+            read_event: read(READ_EVENT),
+            list_events: read(LIST_EVENTS),
+        }
+    }
+}
+
+/// How many times a script is re-sent after `NOSCRIPT` (each attempt reloads it first).
+const NOSCRIPT_ATTEMPTS: usize = 3;
+
+/// Runs scripts over the shared connection manager.
+pub(crate) struct ScriptRunner<'a> {
+    pub conn: &'a ConnectionManager,
+}
+
+impl ScriptRunner<'_> {
+    /// Runs `script` with `keys` and `args` and returns its reply array.
+    pub(crate) async fn run(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[Vec<u8>],
+        access: Access,
+    ) -> Result<Reply, StoreError> {
+        let mut invocation = script.prepare_invoke();
+        for key in keys {
+            invocation.key(key);
+        }
+        for arg in args {
+            invocation.arg(arg.as_slice());
+        }
+        let mut conn = self.conn.clone();
+        let mut attempt = 1;
+        loop {
+            match invocation.invoke_async::<Value>(&mut conn).await {
+                Ok(value) => return Reply::from_value(value),
+                Err(err)
+                    if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
+                        && attempt < NOSCRIPT_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                Err(err) => return Err(map_redis_error(&err, access)),
+            }
+        }
+    }
+}
+
+fn protocol(detail: impl Into<String>) -> StoreError {
+    crate::config::unavailable(format!("unexpected script reply: {}", detail.into()))
+}
+
+/// A script reply: an array whose first element is a status word.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    items: Vec<Value>,
+}
+
+impl Reply {
+    fn from_value(value: Value) -> Result<Self, StoreError> {
+        match value {
+            Value::Array(items) if !items.is_empty() => Ok(Reply { items }),
+            other => Err(protocol(format!("{other:?}"))),
+        }
+    }
+
+    /// The status word.
+    pub(crate) fn status(&self) -> Result<String, StoreError> {
+        self.string(0)
+    }
+
+    /// Number of elements (status included).
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Element `i` as bytes (`None` for a Lua `false`/nil).
+    pub(crate) fn opt_bytes(&self, i: usize) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.items.get(i) {
+            Some(Value::BulkString(b)) => Ok(Some(b.clone())),
+            Some(Value::SimpleString(s)) => Ok(Some(s.clone().into_bytes())),
+            Some(Value::Nil) => Ok(None),
+            other => Err(protocol(format!("element {i}: {other:?}"))),
+        }
+    }
+
+    /// Element `i` as bytes.
+    pub(crate) fn bytes(&self, i: usize) -> Result<Vec<u8>, StoreError> {
+        self.opt_bytes(i)?
+            .ok_or_else(|| protocol(format!("element {i} is nil")))
+    }
+
+    /// Element `i` as a UTF-8 string.
+    pub(crate) fn string(&self, i: usize) -> Result<String, StoreError> {
+        String::from_utf8(self.bytes(i)?).map_err(|e| protocol(format!("element {i}: {e}")))
+    }
+
+    /// Element `i` parsed as a number.
+    pub(crate) fn number<T: std::str::FromStr>(&self, i: usize) -> Result<T, StoreError> {
+        let s = self.string(i)?;
+        s.parse::<T>()
+            .map_err(|_| protocol(format!("element {i} is not a number: {s:?}")))
+    }
+
+    /// Element `i` as a nested reply.
+    pub(crate) fn nested(&self, i: usize) -> Result<Reply, StoreError> {
+        match self.items.get(i) {
+            Some(value) => Reply::from_value(value.clone()),
+            None => Err(protocol(format!("element {i} is missing"))),
+        }
+    }
+}
+
+/// Maps the failure statuses every script may return; `Ok(())` for `"ok"`.
+pub(crate) fn expect_ok(reply: &Reply) -> Result<(), StoreError> {
+    match reply.status()?.as_str() {
+        "ok" => Ok(()),
+        other => Err(failure(reply, other)),
+    }
+}
+
+/// The error for a non-`ok` status.
+pub(crate) fn failure(reply: &Reply, status: &str) -> StoreError {
+    match status {
+        "not_found" => StoreError::NotFound,
+        "conflict" => StoreError::Conflict,
+        "stale" => StoreError::StaleCheckpoint,
+        "claim_lost" => StoreError::ClaimLost,
+        "inactive_run" => StoreError::InactiveRun,
+        "graph_content_conflict" => StoreError::GraphContentConflict,
+        "invalid_transition" => StoreError::invalid_transition(reply.string(1).unwrap_or_default()),
+        "event_conflict" => match reply.number::<u64>(1) {
+            Ok(seq) => StoreError::EventConflict { seq },
+            Err(e) => e,
+        },
+        "corrupt" => StoreError::corrupt(
+            "run row",
+            reply.string(1).unwrap_or_else(|_| "unknown".to_owned()),
+        ),
+        other => protocol(format!("unknown status {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(name, body)` of every write script.
+    const WRITE_SCRIPTS: [(&str, &str); 10] = [
+        ("initialize", INITIALIZE),
+        ("commit_claimed", COMMIT_CLAIMED),
+        ("commit_unclaimed", COMMIT_UNCLAIMED),
+        ("claim_due", CLAIM_DUE),
+        ("release_claim", RELEASE_CLAIM),
+        ("refresh_claim", REFRESH_CLAIM),
+        ("abandon_claim", ABANDON_CLAIM),
+        ("retry_poisoned", RETRY_POISONED),
+        ("save_graph", SAVE_GRAPH),
+        ("prune", PRUNE),
+    ];
+
+    /// `(name, body)` of the read-only scripts.
+    const READ_SCRIPTS: [(&str, &str); 2] =
+        [("read_event", READ_EVENT), ("list_events", LIST_EVENTS)];
+
+    /// Commands that change data, as the scripts spell them, plus the prelude helper that
+    /// appends events.
+    const WRITES: [&str; 11] = [
+        "'HSET'",
+        "'HDEL'",
+        "'HINCRBY'",
+        "'ZADD'",
+        "'ZREM'",
+        "'SADD'",
+        "'SREM'",
+        "'DEL'",
+        "'UNLINK'",
+        "'PUBLISH'",
+        "append_events(",
+    ];
+
+    #[test]
+    fn nothing_above_the_write_boundary_of_a_write_script_writes() {
+        for (name, body) in WRITE_SCRIPTS {
+            assert_eq!(
+                body.matches(WRITE_BOUNDARY).count(),
+                1,
+                "{name}: one boundary"
+            );
+            let (checks, writes) = body.split_once(WRITE_BOUNDARY).unwrap_or_default();
+            for write in WRITES {
+                assert!(
+                    !checks.contains(write),
+                    "{name} writes {write} before its boundary"
+                );
+            }
+            assert!(
+                WRITES.iter().any(|w| writes.contains(w)),
+                "{name}: the boundary precedes the writes"
+            );
+        }
+    }
+
+    #[test]
+    fn read_scripts_never_write() {
+        for (name, body) in READ_SCRIPTS {
+            for write in WRITES {
+                assert!(!body.contains(write), "{name} contains {write}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_script_documents_keys_argv_and_returns() {
+        for (name, body) in WRITE_SCRIPTS.iter().chain(READ_SCRIPTS.iter()) {
+            let header: String = body
+                .lines()
+                .take_while(|l| l.starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for part in ["KEYS[1]", "ARGV[1]", "Returns"] {
+                assert!(header.contains(part), "{name}: header lacks {part}");
+            }
+        }
+    }
+}

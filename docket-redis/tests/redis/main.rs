@@ -1,0 +1,17 @@
+//! Integration tests of the Redis store against a real server (`DOCKET_TEST_REDIS_URL`,
+//! default `redis://127.0.0.1:6379`). Each test uses its own namespace; an unreachable server
+//! fails the tests.
+
+mod claims;
+mod common;
+mod corruption;
+mod events;
+mod fail_points;
+mod graphs;
+mod handback;
+mod prune;
+mod races;
+mod rejections;
+mod runs;
+mod server;
+mod transitions;

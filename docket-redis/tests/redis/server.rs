@@ -1,0 +1,288 @@
+//! Server-level behaviour: script cache loss, unreachable servers, forbidden CONFIG, lost
+//! replies, wake hints and their reconnection.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use docket_core::model::{OwnerScope, Scope};
+use docket_core::store::{RunStore, StoreErrorKind, Wakeups};
+use docket_redis::testing::{fresh_namespace, test_url, RedisGuard};
+use docket_redis::{ConnectError, RedisConfig, RedisStore};
+use futures::{FutureExt, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::common::*;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn operations_survive_a_flushed_script_cache() {
+    let fx = open().await;
+    start_simple(&fx.store, &OwnerScope::Tenantless, "r1").await;
+    fx.guard
+        .command::<()>(redis::cmd("SCRIPT").arg("FLUSH"))
+        .await
+        .expect("flush");
+    let lease = claim_one(&fx.store, t(1)).await;
+    assert_eq!(lease.run_id, rid("r1"));
+    fx.guard
+        .command::<()>(redis::cmd("SCRIPT").arg("FLUSH"))
+        .await
+        .expect("flush");
+    start_simple(&fx.store, &OwnerScope::Tenantless, "r2").await;
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_retryable_unavailable_error() {
+    let err = RedisStore::connect(RedisConfig::new("redis://127.0.0.1:1", fresh_namespace()))
+        .await
+        .expect_err("nothing listens on port 1");
+    let ConnectError::Store(err) = err else {
+        panic!("expected a store error, got {err}");
+    };
+    assert_eq!(err.kind(), StoreErrorKind::Unavailable);
+    assert!(err.is_retryable());
+}
+
+#[tokio::test]
+async fn invalid_namespaces_and_urls_are_refused_before_connecting() {
+    let err = RedisStore::connect(RedisConfig::new(test_url(), "bad*ns"))
+        .await
+        .expect_err("namespace");
+    assert!(matches!(err, ConnectError::InvalidNamespace(_)));
+    let err = RedisStore::connect(RedisConfig::new("nope://x", "ns"))
+        .await
+        .expect_err("url");
+    assert!(matches!(err, ConnectError::InvalidUrl(_)));
+}
+
+/// A throwaway ACL user, deleted on drop.
+struct AclUser {
+    name: String,
+    url: String,
+}
+
+impl AclUser {
+    async fn create(rules: &[&str]) -> Self {
+        let name = fresh_namespace();
+        let admin = redis::Client::open(test_url()).expect("url");
+        let mut conn = admin
+            .get_multiplexed_async_connection()
+            .await
+            .expect("admin connection");
+        let mut cmd = redis::cmd("ACL");
+        cmd.arg("SETUSER").arg(&name).arg("on").arg(">secret");
+        for rule in rules {
+            cmd.arg(*rule);
+        }
+        cmd.query_async::<()>(&mut conn).await.expect("ACL SETUSER");
+        let base = test_url();
+        let (scheme, rest) = base.split_once("://").expect("scheme");
+        let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+        let url = format!("{scheme}://{name}:secret@{host}");
+        AclUser { name, url }
+    }
+
+    async fn kill_connections(&self) {
+        let admin = redis::Client::open(test_url()).expect("url");
+        let mut conn = admin
+            .get_multiplexed_async_connection()
+            .await
+            .expect("admin connection");
+        redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("USER")
+            .arg(&self.name)
+            .query_async::<()>(&mut conn)
+            .await
+            .expect("CLIENT KILL USER");
+    }
+}
+
+impl Drop for AclUser {
+    fn drop(&mut self) {
+        if let Ok(client) = redis::Client::open(test_url()) {
+            if let Ok(mut conn) = client.get_connection() {
+                let _ = redis::cmd("ACL")
+                    .arg("DELUSER")
+                    .arg(&self.name)
+                    .query::<()>(&mut conn);
+            }
+        }
+    }
+}
+
+/// The eviction check itself is `check_eviction_policy` (unit-tested with every evicting
+/// policy): changing the shared server's policy would make every parallel test's connect fail.
+/// Here the other branch runs for real: where CONFIG is forbidden the store warns and works.
+#[tokio::test]
+async fn a_server_that_forbids_config_is_used_with_a_warning() {
+    let user = AclUser::create(&["~*", "&*", "+@all", "-config"]).await;
+    let fx = open().await;
+    let store = RedisStore::connect(RedisConfig::new(&user.url, fx.store.namespace()))
+        .await
+        .expect("CONFIG forbidden is not fatal");
+    start_simple(&store, &OwnerScope::Tenantless, "r1").await;
+    assert_eq!(claim_one(&store, t(1)).await.run_id, rid("r1"));
+}
+
+async fn subscribers(guard: &RedisGuard, channel: &str) -> i64 {
+    let reply: (String, i64) = guard
+        .command(redis::cmd("PUBSUB").arg("NUMSUB").arg(channel))
+        .await
+        .expect("numsub");
+    reply.1
+}
+
+async fn await_subscribers(guard: &RedisGuard, channel: &str) {
+    tokio::time::timeout(DEADLINE, async {
+        while subscribers(guard, channel).await < 1 {
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the wake-hint subscriber connects");
+}
+
+async fn next_hint(hints: &mut Wakeups) {
+    tokio::time::timeout(DEADLINE, hints.next())
+        .await
+        .expect("a hint arrives before the deadline")
+        .expect("the stream stays open");
+}
+
+fn drain(hints: &mut Wakeups) {
+    while let Some(Some(())) = hints.next().now_or_never() {}
+}
+
+#[tokio::test]
+async fn a_due_initialization_publishes_a_wake_hint() {
+    let fx = open().await;
+    let mut hints = fx.store.wakeups().expect("redis offers wakeups");
+    // The first hint says "subscribed": anything published before may have been missed.
+    next_hint(&mut hints).await;
+    start_simple(&fx.store, &OwnerScope::Tenantless, "r1").await;
+    next_hint(&mut hints).await;
+}
+
+#[tokio::test]
+async fn the_wake_subscriber_reconnects_after_its_connection_is_killed() {
+    let user = AclUser::create(&["~*", "&*", "+@all"]).await;
+    let fx = open().await;
+    let store = RedisStore::connect(RedisConfig::new(&user.url, fx.store.namespace()))
+        .await
+        .expect("connect as the test user");
+    let channel = store.keys().wake_channel();
+    let mut hints = store.wakeups().expect("wakeups");
+    next_hint(&mut hints).await;
+    await_subscribers(&fx.guard, &channel).await;
+    user.kill_connections().await;
+    // The subscriber comes back on its own (and says so with a hint).
+    next_hint(&mut hints).await;
+    await_subscribers(&fx.guard, &channel).await;
+    drain(&mut hints);
+    // Written through another connection: the killed store's next write would be ambiguous.
+    start_simple(&fx.store, &OwnerScope::Tenantless, "r1").await;
+    next_hint(&mut hints).await;
+}
+
+/// A TCP proxy that, once armed, forwards the next `EVALSHA` to the server, waits for the
+/// server's reply (so the script has run) and then drops the client connection instead of
+/// relaying it — a connection lost after the write was sent. `NOSCRIPT` replies are relayed.
+async fn lossy_proxy(upstream: String, armed: Arc<AtomicBool>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let upstream = upstream.clone();
+            let armed = armed.clone();
+            tokio::spawn(async move {
+                let Ok(server) = TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                relay(client, server, armed).await;
+            });
+        }
+    });
+    format!("redis://{addr}")
+}
+
+async fn relay(mut client: TcpStream, mut server: TcpStream, armed: Arc<AtomicBool>) {
+    let (mut cbuf, mut sbuf) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    let mut cut_after_reply = false;
+    loop {
+        tokio::select! {
+            n = client.read(&mut cbuf) => {
+                let Ok(n) = n else { return };
+                if n == 0 { return; }
+                if armed.load(Ordering::SeqCst) && cbuf[..n].windows(7).any(|w| w == b"EVALSHA") {
+                    cut_after_reply = true;
+                }
+                if server.write_all(&cbuf[..n]).await.is_err() { return; }
+            }
+            n = server.read(&mut sbuf) => {
+                let Ok(n) = n else { return };
+                if n == 0 { return; }
+                if cut_after_reply && !sbuf[..n].starts_with(b"-NOSCRIPT") {
+                    armed.store(false, Ordering::SeqCst);
+                    return;
+                }
+                if client.write_all(&sbuf[..n]).await.is_err() { return; }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_reply_lost_after_a_write_was_sent_is_ambiguous() {
+    let fx = open().await;
+    let upstream = test_url();
+    let host = upstream
+        .split_once("://")
+        .map(|(_, rest)| rest.rsplit_once('@').map_or(rest, |(_, h)| h))
+        .expect("url")
+        .trim_end_matches('/')
+        .to_owned();
+    let armed = Arc::new(AtomicBool::new(false));
+    let url = lossy_proxy(host, armed.clone()).await;
+    let proxied = RedisStore::connect(RedisConfig::new(url, fx.store.namespace()))
+        .await
+        .expect("connect through the proxy");
+    let owner = OwnerScope::Tenantless;
+    let graph = publish(&proxied, &owner, "g").await;
+    armed.store(true, Ordering::SeqCst);
+    let run = initialized_run("r1", &graph, t(0));
+    let err = proxied
+        .initialize(&owner, init_proposal(run.clone(), t(0), t(0)), vec![])
+        .await
+        .expect_err("the reply is lost");
+    assert_eq!(err.kind(), StoreErrorKind::Ambiguous, "{err}");
+    assert!(
+        !err.is_retryable(),
+        "an ambiguous write is resolved by re-reading"
+    );
+    // It did apply: re-reading resolves the ambiguity.
+    assert_eq!(
+        fx.store
+            .fetch_run(&Scope::System, &run.id)
+            .await
+            .expect("applied"),
+        run
+    );
+    // The connection manager reconnects for the next call.
+    let again = tokio::time::timeout(DEADLINE, async {
+        loop {
+            match proxied.fetch_run(&Scope::System, &run.id).await {
+                Ok(found) => return found,
+                Err(e) => assert!(e.is_retryable(), "{e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("reconnects");
+    assert_eq!(again, run);
+}
