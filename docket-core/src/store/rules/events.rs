@@ -9,8 +9,8 @@ use crate::store::error::StoreError;
 /// Sorts `events` by seq, collapses identical duplicates and rejects contradictory ones.
 ///
 /// # Errors
-/// `InvalidTransition` for an event of another run, a zero or oversized seq, or a
-/// non-portable payload; `EventConflict` for two different events at one seq.
+/// `InvalidTransition` for an event of another run, a zero or oversized seq, a control
+/// character in its node, channel or task id, or a non-portable payload; `EventConflict` for two different events at one seq.
 pub fn normalize_events(run: &Run, events: &[Event]) -> Result<Vec<Event>, StoreError> {
     let mut by_seq: BTreeMap<u64, &Event> = BTreeMap::new();
     for event in events {
@@ -25,6 +25,20 @@ pub fn normalize_events(run: &Run, events: &[Event]) -> Result<Vec<Event>, Store
                 "event seq {} is out of range",
                 event.seq
             )));
+        }
+        for (name, field) in [
+            ("node_id", &event.node_id),
+            ("channel_id", &event.channel_id),
+            ("task_id", &event.task_id),
+        ] {
+            // Every backend must store these as text; PostgreSQL `text` cannot hold NUL, so
+            // control characters are refused everywhere rather than on one backend only.
+            if field.as_deref().is_some_and(|f| f.chars().any(char::is_control)) {
+                return Err(StoreError::invalid_transition(format!(
+                    "event {} {name} contains a control character",
+                    event.seq
+                )));
+            }
         }
         check_portable_map(&event.payload)
             .and_then(|()| check_portable_map(&event.metadata))
