@@ -164,6 +164,78 @@ macro_rules! __case_table {
                 retry_poisoned_is_scoped_to_the_owner,
                 retry_poisoned_of_an_unknown_run_is_not_found,
             }
+            scopes {
+                a_tenants_run_is_visible_to_its_owner_and_the_system_only,
+                a_tenantless_run_is_invisible_to_tenants,
+                an_unknown_run_and_a_concealed_run_look_the_same,
+                tenant_ids_are_compared_exactly,
+                a_run_id_taken_by_one_tenant_conflicts_for_every_other_owner,
+                run_listing_is_scoped_and_the_system_sees_everything,
+                graphs_are_owner_scoped,
+                each_owner_keeps_its_own_publication_time,
+                the_owner_scope_may_signal_its_run,
+                claims_see_every_owner,
+            }
+            graphs {
+                a_saved_graph_fetches_back_exactly,
+                saving_identical_content_again_keeps_the_publication_time,
+                a_wrong_hash_is_refused_before_writing,
+                a_document_under_another_id_is_invalid,
+                fetching_an_unsaved_version_is_not_found,
+                versions_list_newest_first,
+                version_pages_use_an_exclusive_cursor,
+                versions_published_together_order_by_hash_descending,
+                the_latest_ref_is_the_newest_and_resaving_does_not_reorder,
+                the_latest_ref_of_an_unknown_graph_is_not_found,
+                listing_an_unknown_graph_is_an_empty_page,
+                version_limits_are_validated,
+                graph_ids_keep_separate_version_lists,
+                every_suite_graph_round_trips_exactly,
+            }
+            events {
+                a_first_page_reports_bounds_and_has_more_across_gaps,
+                a_page_steps_over_gaps,
+                the_latest_event_is_the_newest_retained,
+                a_run_without_event_rows_keeps_its_latest_seq,
+                a_page_beyond_the_latest_event_echoes_the_cursor,
+                paging_by_next_after_seq_visits_every_event_once,
+                an_exactly_full_last_page_has_no_more,
+                event_limits_are_validated,
+                events_of_an_unknown_run_are_not_found,
+                events_round_trip_exactly,
+                events_accumulate_across_commits,
+            }
+            reads {
+                fetch_returns_the_last_committed_document,
+                reads_of_an_unknown_run_are_not_found,
+                run_pages_are_newest_first_with_ties_by_id,
+                run_listing_filters_by_graph,
+                run_listing_filters_by_status,
+                run_summaries_match_their_documents,
+                run_limits_are_validated,
+                run_status_filters_are_validated,
+                inspect_tracks_operational_state,
+            }
+            pruning {
+                pruning_an_empty_store_does_nothing,
+                event_retention_is_strict_and_applies_to_live_runs,
+                old_terminal_runs_are_deleted_with_their_events,
+                run_retention_is_strict,
+                live_runs_are_never_deleted,
+                prune_batches_cap_each_category_oldest_first,
+                event_retention_longer_than_run_retention_is_refused,
+                pruned_events_leave_gaps_and_latest_seq_survives,
+                only_unreferenced_versions_beyond_the_newest_ten_are_pruned,
+                a_pass_with_nothing_old_changes_nothing,
+            }
+            wakeups {
+                wakeups_are_offered_exactly_when_declared,
+                a_due_initialize_wakes_a_subscriber,
+                every_subscriber_gets_its_own_hint,
+                an_immediate_release_commit_wakes_a_subscriber,
+                a_due_signal_commit_wakes_a_subscriber,
+                poison_recovery_wakes_a_subscriber,
+            }
         }
     };
 }

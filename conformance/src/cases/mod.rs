@@ -7,4 +7,10 @@ mod prelude;
 
 pub mod claims;
 pub mod handback;
+pub mod events;
+pub mod graphs;
+pub mod pruning;
+pub mod reads;
+pub mod scopes;
 pub mod transitions;
+pub mod wakeups;
