@@ -236,6 +236,50 @@ macro_rules! __case_table {
                 a_due_signal_commit_wakes_a_subscriber,
                 poison_recovery_wakes_a_subscriber,
             }
+            races {
+                sixteen_concurrent_claimed_commits_have_exactly_one_winner,
+                concurrent_unclaimed_commits_have_exactly_one_winner,
+                eight_workers_times_twenty_five_increments_land_exactly_once,
+                eight_claimers_claim_each_of_a_hundred_runs_exactly_once,
+                concurrent_claims_of_one_run_leave_exactly_one_lease,
+                a_steal_racing_a_commit_never_lets_both_win,
+                an_abandon_racing_a_steal_has_exactly_one_effect,
+                concurrent_initializes_of_one_run_id_have_one_winner,
+            }
+            bad_input {
+                ids_with_control_characters_are_refused_when_built,
+                empty_ids_are_refused_when_built,
+                ids_of_255_bytes_round_trip_and_longer_ones_are_refused,
+                control_characters_inside_values_round_trip_exactly,
+                unicode_values_round_trip_exactly,
+                a_one_mib_value_round_trips_exactly,
+                empty_values_round_trip_exactly,
+                numbers_round_trip_exactly,
+                values_nested_too_deep_are_refused,
+                an_expected_seq_at_the_maximum_is_invalid_and_never_wraps,
+                sequences_beyond_the_maximum_are_refused,
+                a_duplicate_create_is_a_conflict_from_every_owner,
+                tokens_that_are_not_uuids_are_harmless,
+                awkward_graph_documents_round_trip_exactly,
+                a_corrupt_run_is_corrupt_on_every_read_and_not_contagious,
+                commits_onto_a_corrupt_run_are_refused_as_corrupt,
+                recovering_a_corrupt_run_is_corrupt,
+                a_corrupt_event_is_corrupt_wherever_it_is_read,
+                a_commit_that_must_compare_with_a_corrupt_event_is_refused,
+                a_corrupt_graph_is_corrupt_never_absent,
+            }
+            drains {
+                a_linear_graph_drains_to_done_under_one_claim,
+                a_drain_budget_yield_parks_immediately_and_the_next_claim_continues,
+                a_retry_parks_until_its_backoff_and_then_completes,
+                an_interrupt_waits_until_a_resolution_signal_resumes_it,
+                resolving_a_resolved_interrupt_writes_nothing,
+                a_cancel_signal_fences_out_an_in_flight_vehicle,
+                cancelling_twice_commits_once,
+                a_permanently_failing_node_fails_the_run,
+                a_stolen_lease_fences_the_old_vehicle_and_the_thief_finishes,
+                four_vehicles_drain_twenty_runs_each_exactly_once,
+            }
         }
     };
 }

@@ -5,11 +5,14 @@
 
 mod prelude;
 
+pub mod bad_input;
 pub mod claims;
+pub mod drains;
 pub mod handback;
 pub mod events;
 pub mod graphs;
 pub mod pruning;
+pub mod races;
 pub mod reads;
 pub mod scopes;
 pub mod transitions;
