@@ -118,7 +118,13 @@ impl fmt::Display for Report {
                 family.failures.len()
             )?;
         }
-        writeln!(f, "{:<12} {:>6} {:>6}", "total", self.passed(), self.failed())?;
+        writeln!(
+            f,
+            "{:<12} {:>6} {:>6}",
+            "total",
+            self.passed(),
+            self.failed()
+        )?;
         for family in &self.families {
             for failure in &family.failures {
                 let first = failure.message.lines().next().unwrap_or("");

@@ -280,6 +280,10 @@ macro_rules! __case_table {
                 a_stolen_lease_fences_the_old_vehicle_and_the_thief_finishes,
                 four_vehicles_drain_twenty_runs_each_exactly_once,
             }
+            model {
+                random_sequences_match_the_memory_model,
+                fixed_sequences_match_the_memory_model,
+            }
         }
     };
 }

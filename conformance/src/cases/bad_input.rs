@@ -2,9 +2,7 @@
 //! round-trips of awkward values, sequence overflow refused without wrapping, and corrupt
 //! records reported as corrupt — never a panic, never "absent", never contagious.
 
-use docket_core::model::{
-    GraphId, IdError, TenantId, MAX_ID_BYTES, MAX_SEQ,
-};
+use docket_core::model::{GraphId, IdError, TenantId, MAX_ID_BYTES, MAX_SEQ};
 use docket_core::store::InitProposal;
 use serde_json::Value;
 
@@ -18,10 +16,22 @@ const CONTROL: [&str; 6] = ["\0", "\t", "\n", "\r", "\u{7f}", "\u{85}"];
 pub async fn ids_with_control_characters_are_refused_when_built(env: &Env<'_>) {
     for bad in CONTROL {
         let id = format!("run{bad}1");
-        assert!(matches!(RunId::new(id.as_str()), Err(IdError::ControlCharacter { .. })));
-        assert!(matches!(GraphId::new(id.as_str()), Err(IdError::ControlCharacter { .. })));
-        assert!(matches!(TenantId::new(id.as_str()), Err(IdError::ControlCharacter { .. })));
-        assert!(matches!(ClaimToken::new(id.as_str()), Err(IdError::ControlCharacter { .. })));
+        assert!(matches!(
+            RunId::new(id.as_str()),
+            Err(IdError::ControlCharacter { .. })
+        ));
+        assert!(matches!(
+            GraphId::new(id.as_str()),
+            Err(IdError::ControlCharacter { .. })
+        ));
+        assert!(matches!(
+            TenantId::new(id.as_str()),
+            Err(IdError::ControlCharacter { .. })
+        ));
+        assert!(matches!(
+            ClaimToken::new(id.as_str()),
+            Err(IdError::ControlCharacter { .. })
+        ));
         let decoded: Result<RunId, _> = serde_json::from_value(Value::String(id));
         assert!(decoded.is_err(), "deserialization applies the same rules");
     }
@@ -37,17 +47,29 @@ pub async fn empty_ids_are_refused_when_built(env: &Env<'_>) {
     assert!(matches!(TenantId::new(""), Err(IdError::Empty { .. })));
     assert!(matches!(ClaimToken::new(""), Err(IdError::Empty { .. })));
     let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
-    assert_eq!(graph.owner, OwnerScope::Tenantless, "the empty tenant is `Tenantless`");
+    assert_eq!(
+        graph.owner,
+        OwnerScope::Tenantless,
+        "the empty tenant is `Tenantless`"
+    );
 }
 
 /// Identifiers over 255 bytes are refused typed; a 255-byte run id and tenant id are stored,
 /// read, listed and claimed intact.
 pub async fn ids_of_255_bytes_round_trip_and_longer_ones_are_refused(env: &Env<'_>) {
     let long = "x".repeat(MAX_ID_BYTES + 1);
-    assert!(matches!(RunId::new(long.as_str()), Err(IdError::TooLong { len, .. }) if len == MAX_ID_BYTES + 1));
-    assert!(matches!(TenantId::new(long.as_str()), Err(IdError::TooLong { .. })));
+    assert!(
+        matches!(RunId::new(long.as_str()), Err(IdError::TooLong { len, .. }) if len == MAX_ID_BYTES + 1)
+    );
+    assert!(matches!(
+        TenantId::new(long.as_str()),
+        Err(IdError::TooLong { .. })
+    ));
     // Multi-byte characters count in bytes.
-    assert!(matches!(RunId::new("é".repeat(128)), Err(IdError::TooLong { len: 256, .. })));
+    assert!(matches!(
+        RunId::new("é".repeat(128)),
+        Err(IdError::TooLong { len: 256, .. })
+    ));
     let longest = "r".repeat(MAX_ID_BYTES);
     let owner = tenant(&"t".repeat(MAX_ID_BYTES));
     let graph = env.publish_tiny(&owner).await;
@@ -55,9 +77,14 @@ pub async fn ids_of_255_bytes_round_trip_and_longer_ones_are_refused(env: &Env<'
     assert_eq!(run.id.as_str(), longest);
     assert_eq!(env.fetch(&run.id).await, run);
     let lease = env.claim(t(1)).await;
-    assert_eq!((lease.run_id.as_str(), &lease.owner), (longest.as_str(), &owner));
+    assert_eq!(
+        (lease.run_id.as_str(), &lease.owner),
+        (longest.as_str(), &owner)
+    );
     let page = ok(
-        env.store().list_runs(&Scope::from(&owner), &run_query(10)).await,
+        env.store()
+            .list_runs(&Scope::from(&owner), &run_query(10))
+            .await,
         "list_runs",
     );
     assert_eq!(page.runs[0].id, run.id);
@@ -73,13 +100,21 @@ async fn round_trip_metadata(env: &Env<'_>, metadata: ValueMap) -> Run {
     moment.events[0].metadata = metadata;
     ok(
         env.store()
-            .initialize(&graph.owner, init_proposal(&moment, t(0)), moment.events.clone())
+            .initialize(
+                &graph.owner,
+                init_proposal(&moment, t(0)),
+                moment.events.clone(),
+            )
             .await,
         "initialize",
     );
     let stored = env.fetch(&rid("r1")).await;
     assert_eq!(stored, moment.run, "the document reads back exactly");
-    assert_eq!(env.all_events(&rid("r1")).await, moment.events, "events read back exactly");
+    assert_eq!(
+        env.all_events(&rid("r1")).await,
+        moment.events,
+        "events read back exactly"
+    );
     stored
 }
 
@@ -122,7 +157,11 @@ pub async fn a_one_mib_value_round_trips_exactly(env: &Env<'_>) {
         .collect();
     let stored = round_trip_metadata(env, map(json!({ "big": big }))).await;
     assert_eq!(
-        stored.metadata.get("big").and_then(Value::as_str).map(str::len),
+        stored
+            .metadata
+            .get("big")
+            .and_then(Value::as_str)
+            .map(str::len),
         Some((1 << 20) + 17)
     );
 }
@@ -174,8 +213,11 @@ pub async fn values_nested_too_deep_are_refused(env: &Env<'_>) {
     moment.run.metadata = map(json!({ "deep": deep }));
     env.rejected(
         K::InvalidTransition,
-        env.store()
-            .initialize(&graph.owner, init_proposal(&moment, t(0)), moment.events.clone()),
+        env.store().initialize(
+            &graph.owner,
+            init_proposal(&moment, t(0)),
+            moment.events.clone(),
+        ),
     )
     .await;
 }
@@ -212,7 +254,8 @@ pub async fn an_expected_seq_at_the_maximum_is_invalid_and_never_wraps(env: &Env
 pub async fn sequences_beyond_the_maximum_are_refused(env: &Env<'_>) {
     let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
     let moment = init_moment(&graph, &rid("r1"), ValueMap::new(), t(0));
-    let cases: [(&str, fn(&mut InitProposal, &mut Vec<Event>)); 3] = [
+    type Damage = fn(&mut InitProposal, &mut Vec<Event>);
+    let cases: [(&str, Damage); 3] = [
         ("checkpoint_seq", |p, _| p.run.checkpoint_seq = MAX_SEQ + 1),
         ("event_seq", |p, _| p.run.event_seq = u64::MAX),
         ("event", |_, events| events[0].seq = MAX_SEQ + 1),
@@ -253,8 +296,11 @@ pub async fn a_duplicate_create_is_a_conflict_from_every_owner(env: &Env<'_>) {
 pub async fn tokens_that_are_not_uuids_are_harmless(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let odd = ClaimToken::new("not-a-uuid").expect("shape-only token");
-    env.rejected(K::ClaimLost, env.store().refresh_claim(&c.run.id, &odd, t(20)))
-        .await;
+    env.rejected(
+        K::ClaimLost,
+        env.store().refresh_claim(&c.run.id, &odd, t(20)),
+    )
+    .await;
     env.unchanged(env.store().release_claim(&c.run.id, &odd, t(20)))
         .await;
     let policy = abandon_policy(c.lease.checkpoint_seq, t(20), t(30), 3);
@@ -340,7 +386,8 @@ pub async fn recovering_a_corrupt_run_is_corrupt(env: &Env<'_>) {
     env.corrupt_run(&run.id).await;
     env.rejected(
         K::Corrupt,
-        env.store().retry_poisoned_run(&Scope::System, &run.id, t(5)),
+        env.store()
+            .retry_poisoned_run(&Scope::System, &run.id, t(5)),
     )
     .await;
 }
@@ -353,10 +400,16 @@ pub async fn a_corrupt_event_is_corrupt_wherever_it_is_read(env: &Env<'_>) {
     let other = env.start(&graph, "r2", t(0)).await;
     let last = run.event_seq;
     env.corrupt_event(&run.id, last).await;
-    env.rejected(K::Corrupt, env.store().fetch_event(&Scope::System, &run.id, last))
-        .await;
-    env.rejected(K::Corrupt, env.store().fetch_latest_event(&Scope::System, &run.id))
-        .await;
+    env.rejected(
+        K::Corrupt,
+        env.store().fetch_event(&Scope::System, &run.id, last),
+    )
+    .await;
+    env.rejected(
+        K::Corrupt,
+        env.store().fetch_latest_event(&Scope::System, &run.id),
+    )
+    .await;
     env.rejected(
         K::Corrupt,
         env.store()
@@ -370,7 +423,10 @@ pub async fn a_corrupt_event_is_corrupt_wherever_it_is_read(env: &Env<'_>) {
         "a page that stops before the corrupt event",
     );
     assert_eq!(before.events.len() as u64, last - 1);
-    assert_eq!(env.all_events(&other.id).await.len() as u64, other.event_seq);
+    assert_eq!(
+        env.all_events(&other.id).await.len() as u64,
+        other.event_seq
+    );
 }
 
 /// A commit that must compare against a corrupt stored event is refused and changes nothing.
@@ -405,6 +461,9 @@ pub async fn a_corrupt_graph_is_corrupt_never_absent(env: &Env<'_>) {
         env.store().fetch_graph(&v1.owner, &v1.graph_ref),
     )
     .await;
-    let doc = ok(env.store().fetch_graph(&v2.owner, &v2.graph_ref).await, "fetch_graph");
+    let doc = ok(
+        env.store().fetch_graph(&v2.owner, &v2.graph_ref).await,
+        "fetch_graph",
+    );
     assert_eq!(doc, v2.doc);
 }

@@ -50,7 +50,10 @@ async fn drain(
 ) -> Drained {
     let scope = Scope::from(&lease.owner);
     let mut run = ok(store.fetch_run(&scope, &lease.run_id).await, "fetch_run");
-    assert_eq!(run.checkpoint_seq, lease.checkpoint_seq, "the lease's fence is current");
+    assert_eq!(
+        run.checkpoint_seq, lease.checkpoint_seq,
+        "the lease's fence is current"
+    );
     let nodes = registry();
     let config = config(clock);
     let mut checkpoints = Vec::new();
@@ -66,7 +69,11 @@ async fn drain(
                     .await,
                 "release_claim",
             );
-            return Drained { run, checkpoints, stop: Stop::Idle };
+            return Drained {
+                run,
+                checkpoints,
+                stop: Stop::Idle,
+            };
         };
         let moment = if n == budget && moment.disposition == Disposition::Continue {
             ok(moment.yield_for(ParkReason::DrainBudget), "yield_for")
@@ -74,18 +81,33 @@ async fn drain(
             *moment
         };
         let expected = run.checkpoint_seq;
-        match lifecycle::commit_moment(store, &scope, moment, expected, &lease.claim_token, clock.now())
-            .await
+        match lifecycle::commit_moment(
+            store,
+            &scope,
+            moment,
+            expected,
+            &lease.claim_token,
+            clock.now(),
+        )
+        .await
         {
             Ok(committed) => {
                 run = committed.run;
                 checkpoints.push(committed.checkpoint_type);
                 if committed.disposition != Disposition::Continue {
-                    return Drained { run, checkpoints, stop: Stop::Released(committed.disposition) };
+                    return Drained {
+                        run,
+                        checkpoints,
+                        stop: Stop::Released(committed.disposition),
+                    };
                 }
             }
             Err(LifecycleError::Store(StoreError::StaleCheckpoint)) => {
-                return Drained { run, checkpoints, stop: Stop::FenceLost };
+                return Drained {
+                    run,
+                    checkpoints,
+                    stop: Stop::FenceLost,
+                };
             }
             Err(other) => panic!("commit_moment failed: {other}"),
         }
@@ -119,7 +141,9 @@ const STEP: CheckpointType = CheckpointType::StepCommitted;
 /// every commit fenced, the event history gapless, the run never claimable again.
 pub async fn a_linear_graph_drains_to_done_under_one_claim(env: &Env<'_>) {
     let clock = ManualClock::new(t(0));
-    let graph = env.publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear).await;
+    let graph = env
+        .publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear)
+        .await;
     env.start(&graph, "r1", t(0)).await;
     let lease = env.claim(t(0)).await;
     let drained = drain(&**env.store(), &graph, &lease, &clock, 100).await;
@@ -127,7 +151,10 @@ pub async fn a_linear_graph_drains_to_done_under_one_claim(env: &Env<'_>) {
         drained.checkpoints,
         [STEP, STEP, STEP, CheckpointType::RunCompleted]
     );
-    assert_eq!(drained.stop, Stop::Released(crate::fixtures::disposition_for(RunStatus::Done)));
+    assert_eq!(
+        drained.stop,
+        Stop::Released(crate::fixtures::disposition_for(RunStatus::Done))
+    );
     let run = env.fetch(&lease.run_id).await;
     assert_eq!(run, drained.run);
     assert_eq!(run.status, RunStatus::Done);
@@ -135,7 +162,10 @@ pub async fn a_linear_graph_drains_to_done_under_one_claim(env: &Env<'_>) {
     assert_eq!(run.checkpoint_seq, 5);
     assert_event_history(env, &run).await;
     let info = env.inspect(&run.id).await;
-    assert_eq!((info.wake_at, info.claimed_at, info.claim_attempts), (None, None, 0));
+    assert_eq!(
+        (info.wake_at, info.claimed_at, info.claim_attempts),
+        (None, None, 0)
+    );
     assert_never_claimed(env, t(1_000_000)).await;
 }
 
@@ -143,7 +173,9 @@ pub async fn a_linear_graph_drains_to_done_under_one_claim(env: &Env<'_>) {
 /// it stopped and finishes.
 pub async fn a_drain_budget_yield_parks_immediately_and_the_next_claim_continues(env: &Env<'_>) {
     let clock = ManualClock::new(t(0));
-    let graph = env.publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear).await;
+    let graph = env
+        .publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear)
+        .await;
     env.start(&graph, "r1", t(0)).await;
     let first = env.claim(t(0)).await;
     let drained = drain(&**env.store(), &graph, &first, &clock, 2).await;
@@ -167,7 +199,9 @@ pub async fn a_drain_budget_yield_parks_immediately_and_the_next_claim_continues
 /// A retryable failure parks the run until its backoff; claimed after it, the retry succeeds.
 pub async fn a_retry_parks_until_its_backoff_and_then_completes(env: &Env<'_>) {
     let clock = ManualClock::new(t(0));
-    let graph = env.publish_graph(&OwnerScope::Tenantless, SuiteGraph::Retry).await;
+    let graph = env
+        .publish_graph(&OwnerScope::Tenantless, SuiteGraph::Retry)
+        .await;
     env.start(&graph, "r1", t(0)).await;
     let lease = env.claim(t(0)).await;
     let parked = drain(&**env.store(), &graph, &lease, &clock, 100).await;
@@ -194,7 +228,9 @@ pub async fn a_retry_parks_until_its_backoff_and_then_completes(env: &Env<'_>) {
 /// the next drain completes it with the resolved value.
 pub async fn an_interrupt_waits_until_a_resolution_signal_resumes_it(env: &Env<'_>) {
     let clock = ManualClock::new(t(0));
-    let graph = env.publish_graph(&OwnerScope::Tenantless, SuiteGraph::Ask).await;
+    let graph = env
+        .publish_graph(&OwnerScope::Tenantless, SuiteGraph::Ask)
+        .await;
     let run = env.start(&graph, "r1", t(0)).await;
     let lease = env.claim(t(0)).await;
     let paused = drain(&**env.store(), &graph, &lease, &clock, 100).await;
@@ -224,7 +260,9 @@ pub async fn an_interrupt_waits_until_a_resolution_signal_resumes_it(env: &Env<'
 /// Resolving an already resolved interrupt is refused by the mutation; nothing is written.
 pub async fn resolving_a_resolved_interrupt_writes_nothing(env: &Env<'_>) {
     let clock = ManualClock::new(t(0));
-    let graph = env.publish_graph(&OwnerScope::Tenantless, SuiteGraph::Ask).await;
+    let graph = env
+        .publish_graph(&OwnerScope::Tenantless, SuiteGraph::Ask)
+        .await;
     let run = env.start(&graph, "r1", t(0)).await;
     let lease = env.claim(t(0)).await;
     drain(&**env.store(), &graph, &lease, &clock, 100).await;
@@ -249,7 +287,9 @@ pub async fn resolving_a_resolved_interrupt_writes_nothing(env: &Env<'_>) {
 /// nothing; the run stays cancelled.
 pub async fn a_cancel_signal_fences_out_an_in_flight_vehicle(env: &Env<'_>) {
     let clock = ManualClock::new(t(0));
-    let graph = env.publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear).await;
+    let graph = env
+        .publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear)
+        .await;
     let run = env.start(&graph, "r1", t(0)).await;
     let lease = env.claim(t(0)).await;
     let proposal = ok(
@@ -263,7 +303,10 @@ pub async fn a_cancel_signal_fences_out_an_in_flight_vehicle(env: &Env<'_>) {
         cancel_run(current, t(1))
     })
     .await;
-    assert!(matches!(cancelled, Ok(Signalled::Committed(_))), "{cancelled:?}");
+    assert!(
+        matches!(cancelled, Ok(Signalled::Committed(_))),
+        "{cancelled:?}"
+    );
     env.rejected(
         K::StaleCheckpoint,
         env.store().commit_claimed(
@@ -280,7 +323,9 @@ pub async fn a_cancel_signal_fences_out_an_in_flight_vehicle(env: &Env<'_>) {
 
 /// Cancelling a cancelled run commits nothing the second time.
 pub async fn cancelling_twice_commits_once(env: &Env<'_>) {
-    let graph = env.publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear).await;
+    let graph = env
+        .publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear)
+        .await;
     let run = env.start(&graph, "r1", t(0)).await;
     let cancel = |current: &Run| cancel_run(current, t(1));
     let first = lifecycle::signal(&**env.store(), &Scope::System, &run.id, cancel).await;
@@ -295,19 +340,25 @@ pub async fn cancelling_twice_commits_once(env: &Env<'_>) {
 /// again, and not recoverable as poison.
 pub async fn a_permanently_failing_node_fails_the_run(env: &Env<'_>) {
     let clock = ManualClock::new(t(0));
-    let graph = env.publish_graph(&OwnerScope::Tenantless, SuiteGraph::Fail).await;
+    let graph = env
+        .publish_graph(&OwnerScope::Tenantless, SuiteGraph::Fail)
+        .await;
     env.start(&graph, "r1", t(0)).await;
     let lease = env.claim(t(0)).await;
     let drained = drain(&**env.store(), &graph, &lease, &clock, 100).await;
     assert_eq!(drained.checkpoints, [CheckpointType::RunFailed]);
     let run = env.fetch(&lease.run_id).await;
     assert_eq!(run.status, RunStatus::Failed);
-    assert_eq!(run.failure.as_ref().map(|f| f.code.as_str()), Some("node_failed"));
+    assert_eq!(
+        run.failure.as_ref().map(|f| f.code.as_str()),
+        Some("node_failed")
+    );
     assert_event_history(env, &run).await;
     assert_never_claimed(env, t(1_000_000)).await;
     env.rejected(
         K::InactiveRun,
-        env.store().retry_poisoned_run(&Scope::System, &run.id, t(5)),
+        env.store()
+            .retry_poisoned_run(&Scope::System, &run.id, t(5)),
     )
     .await;
 }
@@ -341,7 +392,10 @@ pub async fn a_stolen_lease_fences_the_old_vehicle_and_the_thief_finishes(env: &
     )
     .await;
     assert!(
-        matches!(result, Err(LifecycleError::Store(StoreError::StaleCheckpoint))),
+        matches!(
+            result,
+            Err(LifecycleError::Store(StoreError::StaleCheckpoint))
+        ),
         "{result:?}"
     );
     assert_eq!(env.fetch(&run.id).await, done.run);
@@ -351,7 +405,9 @@ pub async fn a_stolen_lease_fences_the_old_vehicle_and_the_thief_finishes(env: &
 /// Four concurrent vehicles drain twenty runs: every run completes exactly once.
 pub async fn four_vehicles_drain_twenty_runs_each_exactly_once(env: &Env<'_>) {
     let clock = ManualClock::new(t(0));
-    let graph = env.publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear).await;
+    let graph = env
+        .publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear)
+        .await;
     for i in 0..20 {
         env.start(&graph, &format!("r{i:02}"), t(0)).await;
     }

@@ -32,7 +32,12 @@ fn seqs(page: &docket_core::model::EventPage) -> Vec<u64> {
     page.events.iter().map(|e| e.seq).collect()
 }
 
-async fn page(env: &Env<'_>, id: &RunId, after_seq: u64, limit: u32) -> docket_core::model::EventPage {
+async fn page(
+    env: &Env<'_>,
+    id: &RunId,
+    after_seq: u64,
+    limit: u32,
+) -> docket_core::model::EventPage {
     ok(
         env.store()
             .list_events(&Scope::System, id, &EventQuery { after_seq, limit })
@@ -50,7 +55,11 @@ pub async fn a_first_page_reports_bounds_and_has_more_across_gaps(env: &Env<'_>)
     assert_eq!(first.next_after_seq, 1);
     assert!(first.has_more);
     assert_eq!(
-        (first.oldest_available_seq, first.latest_available_seq, first.latest_seq),
+        (
+            first.oldest_available_seq,
+            first.latest_available_seq,
+            first.latest_seq
+        ),
         (Some(1), Some(4), 4)
     );
 }
@@ -74,8 +83,11 @@ pub async fn the_latest_event_is_the_newest_retained(env: &Env<'_>) {
         "fetch_latest_event",
     );
     assert_eq!(latest.map(|e| e.seq), Some(4));
-    env.rejected(K::NotFound, env.store().fetch_event(&Scope::System, &run.id, 2))
-        .await;
+    env.rejected(
+        K::NotFound,
+        env.store().fetch_event(&Scope::System, &run.id, 2),
+    )
+    .await;
 }
 
 /// A run whose `event_seq` is 4 but has no event rows: no latest event, an empty page with no
@@ -93,7 +105,11 @@ pub async fn a_run_without_event_rows_keeps_its_latest_seq(env: &Env<'_>) {
     let empty = page(env, &run.id, 0, 10).await;
     assert!(empty.events.is_empty() && !empty.has_more);
     assert_eq!(
-        (empty.oldest_available_seq, empty.latest_available_seq, empty.latest_seq),
+        (
+            empty.oldest_available_seq,
+            empty.latest_available_seq,
+            empty.latest_seq
+        ),
         (None, None, 4)
     );
     assert_eq!(empty.next_after_seq, 0);
@@ -105,7 +121,10 @@ pub async fn a_page_beyond_the_latest_event_echoes_the_cursor(env: &Env<'_>) {
     let beyond = page(env, &run.id, 9, 10).await;
     assert!(beyond.events.is_empty() && !beyond.has_more);
     assert_eq!(beyond.next_after_seq, 9);
-    assert_eq!((beyond.oldest_available_seq, beyond.latest_available_seq), (Some(1), Some(2)));
+    assert_eq!(
+        (beyond.oldest_available_seq, beyond.latest_available_seq),
+        (Some(1), Some(2))
+    );
 }
 
 /// Following `next_after_seq` visits every event exactly once, in order.
@@ -150,10 +169,16 @@ pub async fn event_limits_are_validated(env: &Env<'_>) {
 /// Event reads of an unknown run are not found.
 pub async fn events_of_an_unknown_run_are_not_found(env: &Env<'_>) {
     let ghost = rid("ghost");
-    env.rejected(K::NotFound, env.store().fetch_event(&Scope::System, &ghost, 1))
-        .await;
-    env.rejected(K::NotFound, env.store().fetch_latest_event(&Scope::System, &ghost))
-        .await;
+    env.rejected(
+        K::NotFound,
+        env.store().fetch_event(&Scope::System, &ghost, 1),
+    )
+    .await;
+    env.rejected(
+        K::NotFound,
+        env.store().fetch_latest_event(&Scope::System, &ghost),
+    )
+    .await;
     env.rejected(
         K::NotFound,
         env.store()
@@ -182,7 +207,11 @@ pub async fn events_round_trip_exactly(env: &Env<'_>) {
     event.metadata = map(json!({"k": "v", "n": [[], [[]]]}));
     ok(
         env.store()
-            .initialize(&graph.owner, init_proposal(&moment, t(0)), moment.events.clone())
+            .initialize(
+                &graph.owner,
+                init_proposal(&moment, t(0)),
+                moment.events.clone(),
+            )
             .await,
         "initialize",
     );

@@ -44,12 +44,10 @@ pub async fn a_saved_graph_fetches_back_exactly(env: &Env<'_>) {
 pub async fn saving_identical_content_again_keeps_the_publication_time(env: &Env<'_>) {
     let graph = tiny_graph(&OwnerScope::Tenantless);
     env.publish(&graph, t(1)).await;
-    env.unchanged(env.store().save_graph(
-        &graph.owner,
-        &graph.graph_ref,
-        &graph.doc,
-        t(99),
-    ))
+    env.unchanged(
+        env.store()
+            .save_graph(&graph.owner, &graph.graph_ref, &graph.doc, t(99)),
+    )
     .await;
     let page = ok(
         env.store()
@@ -273,7 +271,10 @@ pub async fn graph_ids_keep_separate_version_lists(env: &Env<'_>) {
             "list_graph_versions",
         );
         assert_eq!(page.versions.len(), n);
-        assert!(page.versions.iter().all(|v| v.graph_ref.graph_id == gid(id)));
+        assert!(page
+            .versions
+            .iter()
+            .all(|v| v.graph_ref.graph_id == gid(id)));
     }
 }
 

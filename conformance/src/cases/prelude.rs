@@ -6,8 +6,7 @@ pub(crate) use docket_core::model::{
 };
 pub(crate) use docket_core::store::{
     AbandonBackoff, AbandonMode, AbandonOutcome, AbandonPolicy, ClaimClass, ClaimLease,
-    ClaimPolicy, ClaimedCommit, ClaimedSchedule, GraphStore, ReleaseWake, RunStore, StoreError,
-    StoreErrorKind as K, UnclaimedCommit,
+    ClaimPolicy, ClaimedCommit, ClaimedSchedule, ReleaseWake, StoreError, StoreErrorKind as K,
 };
 pub(crate) use serde_json::json;
 

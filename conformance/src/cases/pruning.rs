@@ -22,7 +22,13 @@ async fn prune(env: &Env<'_>, policy: &PrunePolicy) -> docket_core::store::Prune
 }
 
 /// Starts `id` at `at` and finishes it (done) at `done_at`, unclaimed.
-async fn finished(env: &Env<'_>, graph: &Published, id: &str, at: Timestamp, done_at: Timestamp) -> Run {
+async fn finished(
+    env: &Env<'_>,
+    graph: &Published,
+    id: &str,
+    at: Timestamp,
+    done_at: Timestamp,
+) -> Run {
     let run = env.start(graph, id, at).await;
     let moment = moment_to(&run, RunStatus::Done, done_at);
     ok(
@@ -66,12 +72,16 @@ pub async fn old_terminal_runs_are_deleted_with_their_events(env: &Env<'_>) {
     let done = finished(env, &graph, "done", t(0), t(10)).await;
     let report = prune(env, &policy(t(10_000), 5_000, 5_000, 100)).await;
     assert_eq!(report.runs_deleted, 1);
-    assert_eq!(report.events_deleted + report.cascade_events_deleted, done.event_seq);
+    assert_eq!(
+        report.events_deleted + report.cascade_events_deleted,
+        done.event_seq
+    );
     env.rejected(K::NotFound, env.store().fetch_run(&Scope::System, &done.id))
         .await;
     env.rejected(
         K::NotFound,
-        env.store().list_events(&Scope::System, &done.id, &event_query(0, 10)),
+        env.store()
+            .list_events(&Scope::System, &done.id, &event_query(0, 10)),
     )
     .await;
 }
@@ -119,8 +129,11 @@ pub async fn prune_batches_cap_each_category_oldest_first(env: &Env<'_>) {
     }
     let report = prune(env, &policy(t(1_000_000), 400_000, 500_000, 1)).await;
     assert_eq!(report.runs_deleted, 1);
-    env.rejected(K::NotFound, env.store().fetch_run(&Scope::System, &rid("d1")))
-        .await;
+    env.rejected(
+        K::NotFound,
+        env.store().fetch_run(&Scope::System, &rid("d1")),
+    )
+    .await;
     env.fetch(&rid("d2")).await;
     let report = prune(env, &policy(t(1_000_000), 400_000, 500_000, 5)).await;
     assert_eq!(report.runs_deleted, 2);
@@ -163,7 +176,11 @@ pub async fn pruned_events_leave_gaps_and_latest_seq_survives(env: &Env<'_>) {
     );
     assert!(page.events.is_empty());
     assert_eq!(
-        (page.oldest_available_seq, page.latest_available_seq, page.latest_seq),
+        (
+            page.oldest_available_seq,
+            page.latest_available_seq,
+            page.latest_seq
+        ),
         (None, None, later.event_seq)
     );
 }

@@ -64,7 +64,11 @@ pub async fn sixteen_concurrent_claimed_commits_have_exactly_one_winner(env: &En
         }
         assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
         let stored = env.fetch(&run.id).await;
-        assert_eq!(writer_of(&stored.metadata), Some(winners[0]), "round {round}");
+        assert_eq!(
+            writer_of(&stored.metadata),
+            Some(winners[0]),
+            "round {round}"
+        );
         assert_eq!(stored.checkpoint_seq, run.checkpoint_seq + 1);
         let contested = ok(
             env.store()
@@ -72,7 +76,11 @@ pub async fn sixteen_concurrent_claimed_commits_have_exactly_one_winner(env: &En
                 .await,
             "fetch_event",
         );
-        assert_eq!(writer_of(&contested.payload), Some(winners[0]), "round {round}");
+        assert_eq!(
+            writer_of(&contested.payload),
+            Some(winners[0]),
+            "round {round}"
+        );
     }
 }
 
@@ -209,8 +217,14 @@ pub async fn eight_workers_times_twenty_five_increments_land_exactly_once(env: &
     for event in &events {
         if let Some(count) = event.payload.get("count").and_then(Value::as_u64) {
             counts.push(count);
-            let key = (event.payload.get("worker").cloned(), event.payload.get("i").cloned());
-            assert!(increments.insert(format!("{key:?}")), "an increment landed twice");
+            let key = (
+                event.payload.get("worker").cloned(),
+                event.payload.get("i").cloned(),
+            );
+            assert!(
+                increments.insert(format!("{key:?}")),
+                "an increment landed twice"
+            );
         }
     }
     assert_eq!(counts, (1..=total).collect::<Vec<_>>());
@@ -240,7 +254,12 @@ pub async fn eight_claimers_claim_each_of_a_hundred_runs_exactly_once(env: &Env<
                     if batch.leases.is_empty() {
                         return mine;
                     }
-                    mine.extend(batch.leases.into_iter().map(|l| (l.run_id, l.claim_attempt)));
+                    mine.extend(
+                        batch
+                            .leases
+                            .into_iter()
+                            .map(|l| (l.run_id, l.claim_attempt)),
+                    );
                 }
             })
         })
@@ -300,11 +319,14 @@ pub async fn a_steal_racing_a_commit_never_lets_both_win(env: &Env<'_>) {
                 .map_err(|e| e.kind())
         });
         let store = Arc::clone(env.store());
-        let steal =
-            tokio::spawn(async move { store.claim_due(&claim_policy(race_at, 1)).await });
+        let steal = tokio::spawn(async move { store.claim_due(&claim_policy(race_at, 1)).await });
         let committed = joined(commit).await;
         let stolen = ok(joined(steal).await, "claim_due");
-        assert_eq!(stolen.leases.len(), 1, "round {round}: the thief always gets the run");
+        assert_eq!(
+            stolen.leases.len(),
+            1,
+            "round {round}: the thief always gets the run"
+        );
         let thief = &stolen.leases[0];
         match committed {
             Ok(_) => assert_eq!(
@@ -332,23 +354,33 @@ pub async fn an_abandon_racing_a_steal_has_exactly_one_effect(env: &Env<'_>) {
         let run = env.start(&graph, &format!("r{round}"), t(0)).await;
         let holder = env.claim(t(1)).await;
         let race_at = t(1 + 60_001);
-        let policy = abandon_policy(holder.checkpoint_seq, race_at, race_at.add_millis(60_000), 5);
+        let policy = abandon_policy(
+            holder.checkpoint_seq,
+            race_at,
+            race_at.add_millis(60_000),
+            5,
+        );
         let store = Arc::clone(env.store());
         let token = holder.claim_token.clone();
         let id = run.id.clone();
-        let abandon =
-            tokio::spawn(async move { store.abandon_claim(&id, &token, &policy).await });
+        let abandon = tokio::spawn(async move { store.abandon_claim(&id, &token, &policy).await });
         let store = Arc::clone(env.store());
-        let steal =
-            tokio::spawn(async move { store.claim_due(&claim_policy(race_at, 1)).await });
+        let steal = tokio::spawn(async move { store.claim_due(&claim_policy(race_at, 1)).await });
         let outcome = ok(joined(abandon).await, "abandon_claim");
         let stolen = ok(joined(steal).await, "claim_due");
         match outcome {
             AbandonOutcome::Rescheduled => {
-                assert!(stolen.leases.is_empty(), "round {round}: rescheduled and stolen")
+                assert!(
+                    stolen.leases.is_empty(),
+                    "round {round}: rescheduled and stolen"
+                )
             }
             AbandonOutcome::Stale => {
-                assert_eq!(stolen.leases.len(), 1, "round {round}: stale but not stolen")
+                assert_eq!(
+                    stolen.leases.len(),
+                    1,
+                    "round {round}: stale but not stolen"
+                )
             }
             AbandonOutcome::Poisoned => panic!("round {round}: one abandon cannot poison at max 5"),
         }

@@ -30,8 +30,11 @@ pub async fn fetch_returns_the_last_committed_document(env: &Env<'_>) {
 
 /// Fetch and inspect of an unknown run are not found.
 pub async fn reads_of_an_unknown_run_are_not_found(env: &Env<'_>) {
-    env.rejected(K::NotFound, env.store().fetch_run(&Scope::System, &rid("ghost")))
-        .await;
+    env.rejected(
+        K::NotFound,
+        env.store().fetch_run(&Scope::System, &rid("ghost")),
+    )
+    .await;
     env.rejected(
         K::NotFound,
         env.store().inspect_run(&Scope::System, &rid("ghost")),
@@ -139,18 +142,26 @@ pub async fn run_listing_filters_by_status(env: &Env<'_>) {
         statuses: Some(statuses),
         ..run_query(10)
     };
-    assert_eq!(ids(&list(env, &only(vec![RunStatus::Done])).await), ["done"]);
+    assert_eq!(
+        ids(&list(env, &only(vec![RunStatus::Done])).await),
+        ["done"]
+    );
     assert_eq!(
         ids(&list(env, &only(vec![RunStatus::Running, RunStatus::Waiting])).await),
         ["waiting", running.id.as_str()]
     );
-    assert!(list(env, &only(vec![RunStatus::Failed])).await.runs.is_empty());
+    assert!(list(env, &only(vec![RunStatus::Failed]))
+        .await
+        .runs
+        .is_empty());
 }
 
 /// Summaries carry the stored columns, including the latest seq, step and times.
 pub async fn run_summaries_match_their_documents(env: &Env<'_>) {
     let c = env.claimed_for(&tenant("a"), "r1").await;
-    let done = env.commit_to(&c.lease, &c.run, RunStatus::Done, t(20)).await;
+    let done = env
+        .commit_to(&c.lease, &c.run, RunStatus::Done, t(20))
+        .await;
     let p = list(env, &run_query(10)).await;
     let summary = &p.runs[0];
     assert_eq!(summary.id, done.id);
@@ -176,7 +187,10 @@ pub async fn run_limits_are_validated(env: &Env<'_>) {
         .await;
     }
     let p = env
-        .unchanged(env.store().list_runs(&Scope::System, &run_query(MAX_PAGE_LIMIT)))
+        .unchanged(
+            env.store()
+                .list_runs(&Scope::System, &run_query(MAX_PAGE_LIMIT)),
+        )
         .await;
     assert!(p.runs.is_empty());
 }
@@ -203,11 +217,17 @@ pub async fn inspect_tracks_operational_state(env: &Env<'_>) {
     let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
     let run = env.start_waking(&graph, "r1", t(0), t(5)).await;
     let info = env.inspect(&run.id).await;
-    assert_eq!((info.wake_at, info.claimed_at, info.claim_attempts), (Some(t(5)), None, 0));
+    assert_eq!(
+        (info.wake_at, info.claimed_at, info.claim_attempts),
+        (Some(t(5)), None, 0)
+    );
     assert!(!info.is_claimed() && !info.is_poisoned());
     let lease = env.claim(t(6)).await;
     let info = env.inspect(&run.id).await;
-    assert_eq!((info.wake_at, info.claimed_at, info.claim_attempts), (None, Some(t(6)), 1));
+    assert_eq!(
+        (info.wake_at, info.claimed_at, info.claim_attempts),
+        (None, Some(t(6)), 1)
+    );
     assert!(info.is_claimed());
     ok(
         env.store()
@@ -216,6 +236,9 @@ pub async fn inspect_tracks_operational_state(env: &Env<'_>) {
         "release_claim",
     );
     let info = env.inspect(&run.id).await;
-    assert_eq!((info.wake_at, info.claimed_at, info.claim_attempts), (Some(t(7)), None, 1));
+    assert_eq!(
+        (info.wake_at, info.claimed_at, info.claim_attempts),
+        (Some(t(7)), None, 1)
+    );
     assert_eq!(info.run, run);
 }

@@ -7,13 +7,17 @@ use crate::cases::prelude::*;
 async fn assert_concealed(env: &Env<'_>, scope: &Scope, id: &RunId) {
     let store = env.store();
     env.rejected(K::NotFound, store.fetch_run(scope, id)).await;
-    env.rejected(K::NotFound, store.inspect_run(scope, id)).await;
+    env.rejected(K::NotFound, store.inspect_run(scope, id))
+        .await;
     env.rejected(K::NotFound, store.fetch_event(scope, id, 1))
         .await;
     env.rejected(K::NotFound, store.fetch_latest_event(scope, id))
         .await;
-    env.rejected(K::NotFound, store.list_events(scope, id, &event_query(0, 10)))
-        .await;
+    env.rejected(
+        K::NotFound,
+        store.list_events(scope, id, &event_query(0, 10)),
+    )
+    .await;
 }
 
 /// Asserts every run read of `id` in `scope` succeeds.
@@ -22,7 +26,10 @@ async fn assert_visible(env: &Env<'_>, scope: &Scope, id: &RunId) {
     ok(store.fetch_run(scope, id).await, "fetch_run");
     ok(store.inspect_run(scope, id).await, "inspect_run");
     ok(store.fetch_event(scope, id, 1).await, "fetch_event");
-    ok(store.fetch_latest_event(scope, id).await, "fetch_latest_event");
+    ok(
+        store.fetch_latest_event(scope, id).await,
+        "fetch_latest_event",
+    );
     ok(
         store.list_events(scope, id, &event_query(0, 10)).await,
         "list_events",
@@ -141,7 +148,10 @@ pub async fn graphs_are_owner_scoped(env: &Env<'_>) {
         .await;
     assert!(page.versions.is_empty());
     env.publish(&tiny_graph(&b), t(5)).await;
-    let doc = ok(env.store().fetch_graph(&b, &mine.graph_ref).await, "fetch_graph");
+    let doc = ok(
+        env.store().fetch_graph(&b, &mine.graph_ref).await,
+        "fetch_graph",
+    );
     assert_eq!(doc, mine.doc);
 }
 
@@ -152,7 +162,11 @@ pub async fn each_owner_keeps_its_own_publication_time(env: &Env<'_>) {
     for (owner, at) in [(tenant("a"), t(1)), (tenant("b"), t(2))] {
         let page = ok(
             env.store()
-                .list_graph_versions(&owner, &tiny_graph(&owner).graph_ref.graph_id, &version_query(10))
+                .list_graph_versions(
+                    &owner,
+                    &tiny_graph(&owner).graph_ref.graph_id,
+                    &version_query(10),
+                )
                 .await,
             "list_graph_versions",
         );

@@ -32,7 +32,10 @@ pub async fn a_ready_run_is_leased_with_a_uuid_token_and_exact_fields(env: &Env<
     let graph = env.publish_tiny(&tenant("a")).await;
     let run = env.start(&graph, "r1", t(0)).await;
     let lease = env.claim(t(7)).await;
-    assert!(lease.claim_token.is_uuid(), "tokens are UUIDs on every backend");
+    assert!(
+        lease.claim_token.is_uuid(),
+        "tokens are UUIDs on every backend"
+    );
     assert_eq!(lease.run_id, run.id);
     assert_eq!(lease.owner, tenant("a"));
     assert_eq!(lease.graph_id, graph.graph_ref.graph_id);
@@ -118,7 +121,8 @@ pub async fn waiting_runs_are_never_claimed(env: &Env<'_>) {
 /// Terminal runs are never claimed, however late.
 pub async fn terminal_runs_are_never_claimed(env: &Env<'_>) {
     let c = env.claimed("r1").await;
-    env.commit_to(&c.lease, &c.run, RunStatus::Done, t(20)).await;
+    env.commit_to(&c.lease, &c.run, RunStatus::Done, t(20))
+        .await;
     assert_nothing_due(env, &claim_policy(t(100_000_000), 5)).await;
 }
 
@@ -175,17 +179,18 @@ pub async fn a_lease_reports_the_committed_seq(env: &Env<'_>) {
 pub async fn the_lease_owner_comes_from_the_stored_row_not_the_content(env: &Env<'_>) {
     let graph = env.publish_tiny(&tenant("a")).await;
     let mut moment = init_moment(&graph, &rid("r1"), ValueMap::new(), t(0));
-    moment
-        .run
-        .metadata
-        .insert("tenant_id".into(), json!("b"));
+    moment.run.metadata.insert("tenant_id".into(), json!("b"));
     moment
         .run
         .metadata
         .insert("owner".into(), json!({"tenant": "b"}));
     ok(
         env.store()
-            .initialize(&tenant("a"), init_proposal(&moment, t(0)), moment.events.clone())
+            .initialize(
+                &tenant("a"),
+                init_proposal(&moment, t(0)),
+                moment.events.clone(),
+            )
             .await,
         "initialize",
     );

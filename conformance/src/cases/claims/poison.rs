@@ -23,7 +23,10 @@ async fn n_launches_then_poison(env: &Env<'_>, n: u32) {
     }
     let poison_at = t(1_000);
     let batch = env.claim_all(&policy_with_max(poison_at, 1, n)).await;
-    assert!(batch.leases.is_empty(), "a poisoned candidate is never a lease");
+    assert!(
+        batch.leases.is_empty(),
+        "a poisoned candidate is never a lease"
+    );
     assert_eq!(batch.poisoned.len(), 1);
     assert_eq!(batch.poisoned[0].run_id, run.id);
     assert_eq!(batch.poisoned[0].poisoned_at, poison_at);
@@ -94,7 +97,11 @@ pub async fn leases_and_poisons_share_one_limit(env: &Env<'_>) {
     env.start_waking(&graph, "fresh", t(0), t(4)).await;
     let batch = env.claim_all(&policy_with_max(t(10), 2, 1)).await;
     assert_eq!(batch.outcome_count(), 2);
-    assert_eq!(batch.poisoned.len(), 2, "the two oldest candidates are poisoned");
+    assert_eq!(
+        batch.poisoned.len(),
+        2,
+        "the two oldest candidates are poisoned"
+    );
     let rest = env.claim_all(&policy_with_max(t(10), 2, 1)).await;
     assert_eq!(rest.leases.len(), 1);
     assert_eq!(rest.leases[0].run_id, rid("fresh"));
@@ -111,11 +118,13 @@ pub async fn a_poisoned_head_consumes_its_class_reservation(env: &Env<'_>) {
     assert_eq!(lease.run_id, rid("r1"));
     release(env, &lease, t(2)).await;
     // r1 (attempts 1, wake 2) heads the ready class; with max 1 it poisons.
-    let batch = env
-        .claim_all(&policy_with_max(t(60_002), 2, 1))
-        .await;
+    let batch = env.claim_all(&policy_with_max(t(60_002), 2, 1)).await;
     assert_eq!(batch.outcome_count(), 2);
-    assert_eq!(batch.poisoned.len(), 2, "e1 and r1 both exceeded one attempt");
+    assert_eq!(
+        batch.poisoned.len(),
+        2,
+        "e1 and r1 both exceeded one attempt"
+    );
     let mut poisoned: Vec<&str> = batch.poisoned.iter().map(|p| p.run_id.as_str()).collect();
     poisoned.sort_unstable();
     assert_eq!(poisoned, ["e1", "r1"]);

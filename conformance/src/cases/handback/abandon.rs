@@ -3,11 +3,7 @@
 use crate::cases::prelude::*;
 
 /// Abandons `lease` of a run still at `seq` at `now`, asking to wake at `retry_at`.
-async fn abandon(
-    env: &Env<'_>,
-    lease: &ClaimLease,
-    policy: &AbandonPolicy,
-) -> AbandonOutcome {
+async fn abandon(env: &Env<'_>, lease: &ClaimLease, policy: &AbandonPolicy) -> AbandonOutcome {
     ok(
         env.store()
             .abandon_claim(&lease.run_id, &lease.claim_token, policy)
@@ -28,10 +24,16 @@ async fn assert_stale(env: &Env<'_>, run_id: &RunId, token: &ClaimToken, policy:
 pub async fn abandon_reschedules_and_hands_the_attempt_back(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let policy = abandon_policy(c.lease.checkpoint_seq, t(20), t(5_000), 3);
-    assert_eq!(abandon(env, &c.lease, &policy).await, AbandonOutcome::Rescheduled);
+    assert_eq!(
+        abandon(env, &c.lease, &policy).await,
+        AbandonOutcome::Rescheduled
+    );
     let info = env.inspect(&c.run.id).await;
     assert_eq!((info.claim_attempts, info.claim_abandons), (0, 1));
-    assert_eq!((info.wake_at, info.claimed_at, info.poison), (Some(t(5_000)), None, None));
+    assert_eq!(
+        (info.wake_at, info.claimed_at, info.poison),
+        (Some(t(5_000)), None, None)
+    );
 }
 
 /// An abandon touches neither the document, nor the seq, nor `updated_at`, nor the events.
@@ -66,7 +68,10 @@ pub async fn an_abandoned_run_waits_for_retry_at_then_is_attempt_one(env: &Env<'
 pub async fn abandon_with_retry_at_now_is_due_at_once(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let policy = abandon_policy(c.lease.checkpoint_seq, t(20), t(20), 3);
-    assert_eq!(abandon(env, &c.lease, &policy).await, AbandonOutcome::Rescheduled);
+    assert_eq!(
+        abandon(env, &c.lease, &policy).await,
+        AbandonOutcome::Rescheduled
+    );
     assert_eq!(env.claim(t(20)).await.run_id, c.run.id);
 }
 
@@ -89,7 +94,10 @@ async fn n_reschedules_then_poison(env: &Env<'_>, n: u32) {
     let at = t(i64::from(n + 1) * 100);
     let lease = env.claim(at).await;
     let policy = abandon_policy(lease.checkpoint_seq, at, at.add_millis(50), n);
-    assert_eq!(abandon(env, &lease, &policy).await, AbandonOutcome::Poisoned);
+    assert_eq!(
+        abandon(env, &lease, &policy).await,
+        AbandonOutcome::Poisoned
+    );
     let info = env.inspect(&run.id).await;
     assert_eq!((info.claim_abandons, info.claim_attempts), (n, 0));
     assert_eq!((info.wake_at, info.claimed_at), (None, None));
@@ -143,7 +151,10 @@ pub async fn abandon_after_a_steal_is_stale(env: &Env<'_>) {
     let thief = env.claim(t(10 + 60_001)).await;
     let policy = abandon_policy(c.lease.checkpoint_seq, t(70_000), t(80_000), 3);
     assert_stale(env, &c.run.id, &c.lease.claim_token, &policy).await;
-    assert_eq!(env.inspect(&c.run.id).await.claimed_at, Some(thief.claimed_at));
+    assert_eq!(
+        env.inspect(&c.run.id).await.claimed_at,
+        Some(thief.claimed_at)
+    );
 }
 
 /// An abandon of a released run is stale.
@@ -197,7 +208,10 @@ pub async fn non_poisoning_abandons_wake_at_retry_at_and_never_poison(env: &Env<
         let lease = env.claim(at).await;
         let mut policy = abandon_policy(lease.checkpoint_seq, at, at.add_millis(7), 1);
         policy.mode = AbandonMode::NonPoisoning { backoff: None };
-        assert_eq!(abandon(env, &lease, &policy).await, AbandonOutcome::Rescheduled);
+        assert_eq!(
+            abandon(env, &lease, &policy).await,
+            AbandonOutcome::Rescheduled
+        );
         let info = env.inspect(&run.id).await;
         assert_eq!(info.wake_at, Some(at.add_millis(7)));
         assert_eq!((info.claim_abandons, info.poison), (round, None));
@@ -220,7 +234,10 @@ pub async fn non_poisoning_abandons_back_off_exponentially_to_the_cap(env: &Env<
                 cap_ms: 300,
             }),
         };
-        assert_eq!(abandon(env, &lease, &policy).await, AbandonOutcome::Rescheduled);
+        assert_eq!(
+            abandon(env, &lease, &policy).await,
+            AbandonOutcome::Rescheduled
+        );
         let wake = env.inspect(&run.id).await.wake_at.expect("rescheduled");
         delays.push(wake.millis_since(at));
     }
@@ -254,7 +271,8 @@ pub async fn a_commit_resets_the_abandon_count(env: &Env<'_>) {
     abandon(env, &c.lease, &policy).await;
     let lease = env.claim(t(30)).await;
     assert_eq!(env.inspect(&c.run.id).await.claim_abandons, 1);
-    env.commit_to(&lease, &c.run, RunStatus::Running, t(40)).await;
+    env.commit_to(&lease, &c.run, RunStatus::Running, t(40))
+        .await;
     let info = env.inspect(&c.run.id).await;
     assert_eq!((info.claim_abandons, info.claim_attempts), (0, 0));
 }

@@ -65,7 +65,10 @@ pub async fn retry_poisoned_recovers_an_abandons_poison(env: &Env<'_>) {
         "retry_poisoned_run",
     );
     let info = env.inspect(&c.run.id).await;
-    assert_eq!((info.poison, info.claim_abandons, info.wake_at), (None, 0, Some(t(40))));
+    assert_eq!(
+        (info.poison, info.claim_abandons, info.wake_at),
+        (None, 0, Some(t(40)))
+    );
 }
 
 /// Recovering a healthy run returns it unchanged and changes nothing.

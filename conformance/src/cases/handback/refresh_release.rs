@@ -14,7 +14,11 @@ pub async fn refresh_with_the_current_token_advances_claimed_at(env: &Env<'_>) {
     assert_eq!(env.inspect(&c.run.id).await.claimed_at, Some(t(30_000)));
     let policy = claim_policy(t(10 + 60_001), 5);
     let batch = env.unchanged(env.store().claim_due(&policy)).await;
-    assert_eq!(batch.outcome_count(), 0, "a refreshed claim is not expired yet");
+    assert_eq!(
+        batch.outcome_count(),
+        0,
+        "a refreshed claim is not expired yet"
+    );
 }
 
 /// Refresh never moves `claimed_at` backwards.

@@ -31,7 +31,10 @@ pub async fn a_current_claimed_commit_advances_the_seq_and_reads_back_exactly(en
     assert_eq!(stored.checkpoint_seq, c.run.checkpoint_seq + 1);
     assert_eq!(env.fetch(&c.run.id).await, moment.run);
     let events = env.all_events(&c.run.id).await;
-    assert_eq!(&events[events.len() - moment.events.len()..], &moment.events[..]);
+    assert_eq!(
+        &events[events.len() - moment.events.len()..],
+        &moment.events[..]
+    );
     let latest = ok(
         env.store()
             .fetch_latest_event(&Scope::System, &c.run.id)
@@ -223,7 +226,9 @@ pub async fn a_claimed_commit_in_another_tenants_scope_is_not_found(env: &Env<'_
 pub async fn a_cross_tenant_commit_with_a_wrong_identity_is_still_not_found(env: &Env<'_>) {
     let c = env.claimed_for(&tenant("a"), "r1").await;
     let mut moment = moment_to(&c.run, RunStatus::Running, t(20));
-    moment.run.graph_hash = tiny_graph_version(&tenant("a"), "g", 9).graph_ref.graph_hash;
+    moment.run.graph_hash = tiny_graph_version(&tenant("a"), "g", 9)
+        .graph_ref
+        .graph_hash;
     env.rejected(
         K::NotFound,
         env.store().commit_claimed(
@@ -346,7 +351,10 @@ pub async fn a_commit_contradicting_a_stored_event_stores_nothing(env: &Env<'_>)
             ),
         )
         .await;
-    assert!(matches!(error, StoreError::EventConflict { seq: 1 }), "{error}");
+    assert!(
+        matches!(error, StoreError::EventConflict { seq: 1 }),
+        "{error}"
+    );
     assert_eq!(env.fetch(&c.run.id).await, c.run);
 }
 
@@ -431,7 +439,12 @@ pub async fn finished_at_must_match_the_status(env: &Env<'_>) {
 
 /// The private `created` status can never be committed.
 pub async fn a_created_run_cannot_be_committed(env: &Env<'_>) {
-    rejects_malformed(env, |run| run.status = RunStatus::Created, RunStatus::Running).await;
+    rejects_malformed(
+        env,
+        |run| run.status = RunStatus::Created,
+        RunStatus::Running,
+    )
+    .await;
 }
 
 /// Commits the run into `from` (unclaimed), then proves an unclaimed commit to `to` whose

@@ -135,11 +135,8 @@ pub async fn initialize_needs_the_graph_in_the_owners_own_scope(env: &Env<'_>) {
     for owner in [tenant("b"), OwnerScope::Tenantless] {
         env.rejected(
             K::NotFound,
-            env.store().initialize(
-                &owner,
-                init_proposal(&moment, t(0)),
-                moment.events.clone(),
-            ),
+            env.store()
+                .initialize(&owner, init_proposal(&moment, t(0)), moment.events.clone()),
         )
         .await;
     }
@@ -342,9 +339,7 @@ pub async fn initialize_records_the_owner_for_projection_listing_and_leases(env:
     env.start(&graph, "r1", t(0)).await;
     assert_eq!(env.inspect(&rid("r1")).await.owner, tenant("a"));
     let page = ok(
-        env.store()
-            .list_runs(&Scope::System, &run_query(10))
-            .await,
+        env.store().list_runs(&Scope::System, &run_query(10)).await,
         "list_runs",
     );
     assert_eq!(page.runs.len(), 1);

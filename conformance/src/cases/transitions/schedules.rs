@@ -11,7 +11,10 @@ async fn commit_with(
     schedule: ClaimedSchedule,
 ) -> RunInfo {
     let moment = moment_to(&c.run, status, t(20));
-    let proposal = with_schedule(claimed_commit(&moment, &c.lease.claim_token, t(20)), schedule);
+    let proposal = with_schedule(
+        claimed_commit(&moment, &c.lease.claim_token, t(20)),
+        schedule,
+    );
     let stored = ok(
         env.store()
             .commit_claimed(&Scope::System, proposal, moment.events.clone())
@@ -116,7 +119,10 @@ async fn terminal_release(env: &Env<'_>, status: RunStatus) {
         ClaimedSchedule::Release(ReleaseWake::Terminal),
     )
     .await;
-    assert_eq!((info.wake_at, info.claimed_at, info.poison), (None, None, None));
+    assert_eq!(
+        (info.wake_at, info.claimed_at, info.poison),
+        (None, None, None)
+    );
     assert_eq!(info.run.finished_at, Some(t(20)));
     assert_claim_released(env, &c).await;
     let later = env
@@ -143,7 +149,10 @@ pub async fn a_terminal_release_of_a_cancelled_run_never_wakes(env: &Env<'_>) {
 async fn misfit(env: &Env<'_>, status: RunStatus, schedule: ClaimedSchedule) {
     let c = env.claimed("r1").await;
     let moment = moment_to(&c.run, status, t(20));
-    let proposal = with_schedule(claimed_commit(&moment, &c.lease.claim_token, t(20)), schedule);
+    let proposal = with_schedule(
+        claimed_commit(&moment, &c.lease.claim_token, t(20)),
+        schedule,
+    );
     env.rejected(
         K::InvalidTransition,
         env.store()

@@ -80,9 +80,7 @@ pub async fn repeating_an_unclaimed_commit_is_stale(env: &Env<'_>) {
 
 /// A different proposal at an already used expected seq is stale too, and the next seq
 /// commits with its events.
-pub async fn a_different_proposal_at_a_used_seq_is_stale_and_the_next_seq_commits(
-    env: &Env<'_>,
-) {
+pub async fn a_different_proposal_at_a_used_seq_is_stale_and_the_next_seq_commits(env: &Env<'_>) {
     let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
     let run = env.start(&graph, "r1", t(0)).await;
     let first = signal(env, &run, RunStatus::Running, t(20)).await;
