@@ -6,8 +6,9 @@
 
 /// Stamps out one `#[test]` per conformance case, named `family__case`, inside `mod $name`.
 ///
-/// ```ignore
-/// docket_conformance::suite!(sqlite, docket_sqlite::testing::SqliteHarness::default());
+/// ```
+/// // In a backend's `tests/conformance.rs` (here: the reference memory store).
+/// docket_conformance::suite!(memory, docket_conformance::memory::MemoryHarness);
 /// ```
 ///
 /// Each test builds its own multi-threaded tokio runtime (4 workers), opens a fresh store from
