@@ -175,6 +175,7 @@ macro_rules! __case_table {
                 each_owner_keeps_its_own_publication_time,
                 the_owner_scope_may_signal_its_run,
                 claims_see_every_owner,
+                ids_with_query_and_key_syntax_stay_exact_and_isolated,
             }
             graphs {
                 a_saved_graph_fetches_back_exactly,
@@ -267,6 +268,9 @@ macro_rules! __case_table {
                 a_corrupt_event_is_corrupt_wherever_it_is_read,
                 a_commit_that_must_compare_with_a_corrupt_event_is_refused,
                 a_corrupt_graph_is_corrupt_never_absent,
+                reads_at_extreme_seqs_are_misses_not_errors,
+                abandons_with_extreme_expected_seqs_are_stale,
+                extreme_durations_and_instants_saturate,
             }
             drains {
                 a_linear_graph_drains_to_done_under_one_claim,

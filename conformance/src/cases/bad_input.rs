@@ -467,3 +467,76 @@ pub async fn a_corrupt_graph_is_corrupt_never_absent(env: &Env<'_>) {
     );
     assert_eq!(doc, v2.doc);
 }
+
+/// Reads at extreme sequence numbers are plain misses: `fetch_event` at 0, the maximum and
+/// `u64::MAX` is not found, and a page after them is empty and echoes the cursor.
+pub async fn reads_at_extreme_seqs_are_misses_not_errors(env: &Env<'_>) {
+    let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
+    let run = env.start(&graph, "r1", t(0)).await;
+    for seq in [0, MAX_SEQ, MAX_SEQ + 1, u64::MAX] {
+        env.rejected(
+            K::NotFound,
+            env.store().fetch_event(&Scope::System, &run.id, seq),
+        )
+        .await;
+    }
+    for after in [MAX_SEQ, MAX_SEQ + 1, u64::MAX] {
+        let page = env
+            .unchanged(
+                env.store()
+                    .list_events(&Scope::System, &run.id, &event_query(after, 10)),
+            )
+            .await;
+        assert!(page.events.is_empty() && !page.has_more, "after {after}");
+        assert_eq!(page.next_after_seq, after);
+        assert_eq!(page.latest_available_seq, Some(run.event_seq));
+    }
+}
+
+/// Abandons with an extreme expected seq are stale, never an overflow.
+pub async fn abandons_with_extreme_expected_seqs_are_stale(env: &Env<'_>) {
+    let c = env.claimed("r1").await;
+    for expected in [MAX_SEQ, MAX_SEQ + 1, u64::MAX] {
+        let policy = abandon_policy(expected, t(20), t(30), 3);
+        let outcome = env
+            .unchanged(
+                env.store()
+                    .abandon_claim(&c.run.id, &c.lease.claim_token, &policy),
+            )
+            .await;
+        assert_eq!(outcome, AbandonOutcome::Stale, "expected seq {expected}");
+    }
+}
+
+/// Extreme durations and instants saturate instead of overflowing: a TTL of `u64::MAX` never
+/// expires a claim, a retention of `u64::MAX` deletes nothing, and wakes at the ends of time
+/// are stored exactly.
+pub async fn extreme_durations_and_instants_saturate(env: &Env<'_>) {
+    let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
+    let end_of_time = Timestamp::from_micros(i64::MAX);
+    let late = env.start_waking(&graph, "late", t(0), end_of_time).await;
+    assert_eq!(env.inspect(&late.id).await.wake_at, Some(end_of_time));
+    let early_wake = Timestamp::from_micros(i64::MIN + 1);
+    let early = env.start_waking(&graph, "early", t(0), early_wake).await;
+    assert_eq!(env.inspect(&early.id).await.wake_at, Some(early_wake));
+    let lease = env.claim(t(1)).await;
+    assert_eq!(lease.run_id, early.id);
+    let mut policy = claim_policy(end_of_time, 10);
+    policy.orphan_ttl_ms = u64::MAX;
+    let batch = env.claim_all(&policy).await;
+    let ids: Vec<&RunId> = batch.leases.iter().map(|l| &l.run_id).collect();
+    assert_eq!(
+        ids,
+        [&late.id],
+        "the claim held under an endless TTL is never stolen"
+    );
+    let report = env
+        .unchanged(env.store().prune(&docket_core::store::PrunePolicy {
+            now: end_of_time,
+            event_retention_ms: u64::MAX,
+            run_retention_ms: u64::MAX,
+            batch_size: nz(100),
+        }))
+        .await;
+    assert_eq!(report, docket_core::store::PruneReport::default());
+}

@@ -382,6 +382,7 @@ pub async fn a_stolen_lease_fences_the_old_vehicle_and_the_thief_finishes(env: &
     assert_eq!(thief.claim_attempt, 2);
     let done = drain(&**env.store(), &graph, &thief, &clock, 100).await;
     assert_eq!(done.run.status, RunStatus::Done);
+    let before = env.snapshot().await;
     let result = lifecycle::commit_moment(
         &**env.store(),
         &Scope::from(&slow.owner),
@@ -398,6 +399,7 @@ pub async fn a_stolen_lease_fences_the_old_vehicle_and_the_thief_finishes(env: &
         ),
         "{result:?}"
     );
+    crate::env::assert_same_bytes(&before, &env.snapshot().await, "a fenced-out commit");
     assert_eq!(env.fetch(&run.id).await, done.run);
     assert_event_history(env, &done.run).await;
 }

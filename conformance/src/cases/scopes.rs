@@ -228,3 +228,61 @@ pub async fn claims_see_every_owner(env: &Env<'_>) {
         ]
     );
 }
+
+/// Ids that look like SQL, patterns or key syntax stay exact and isolated: a tenant named `%`
+/// sees nothing of tenant `a`, a run `r_1` is not `r11`, and prefixes never collide.
+pub async fn ids_with_query_and_key_syntax_stay_exact_and_isolated(env: &Env<'_>) {
+    let tenants = [
+        "a",
+        "%",
+        "_",
+        "a:b",
+        "a'; DROP TABLE runs; --",
+        "{docket:x}",
+        "🦀",
+    ];
+    for (i, name) in tenants.iter().enumerate() {
+        let owner = tenant(name);
+        let graph = tiny_graph(&owner);
+        env.publish(&graph, t(0)).await;
+        for id in ["r_1", "r%", "r1:events", "r*"] {
+            env.start(&graph, &format!("{id}#{i}"), t(i as i64)).await;
+        }
+    }
+    for (i, name) in tenants.iter().enumerate() {
+        let scope = tenant_scope(name);
+        let page = ok(
+            env.store().list_runs(&scope, &run_query(100)).await,
+            "list_runs",
+        );
+        let mut ids: Vec<String> = page.runs.iter().map(|r| r.id.to_string()).collect();
+        ids.sort();
+        let mut expected: Vec<String> = ["r_1", "r%", "r1:events", "r*"]
+            .iter()
+            .map(|id| format!("{id}#{i}"))
+            .collect();
+        expected.sort();
+        assert_eq!(ids, expected, "tenant {name:?} sees exactly its own runs");
+        for other in 0..tenants.len() {
+            if other != i {
+                env.rejected(
+                    K::NotFound,
+                    env.store().fetch_run(&scope, &rid(&format!("r_1#{other}"))),
+                )
+                .await;
+            }
+        }
+    }
+    env.rejected(
+        K::NotFound,
+        env.store().fetch_run(&Scope::System, &rid("r11#0")),
+    )
+    .await;
+    let system = ok(
+        env.store()
+            .list_runs(&Scope::System, &run_query(1_000))
+            .await,
+        "list_runs",
+    );
+    assert_eq!(system.runs.len(), tenants.len() * 4);
+}
