@@ -96,17 +96,24 @@ pub(super) fn release_claim(state: &mut State, run_id: &RunId, token: &ClaimToke
 }
 
 /// Pre-execution hand-back, fenced on token and seq; an unknown run is stale.
+///
+/// `keep_attempts` is the deliberate bug of a conformance mutant (always `false` in use).
 pub(super) fn abandon_claim(
     state: &mut State,
     run_id: &RunId,
     token: &ClaimToken,
     policy: &AbandonPolicy,
+    keep_attempts: bool,
 ) -> Result<AbandonOutcome, StoreError> {
     validate_abandon_policy(policy)?;
     let Some(row) = state.runs.get_mut(run_id) else {
         return Ok(AbandonOutcome::Stale);
     };
+    let attempts_before = row.ops.claim_attempts;
     let outcome = apply_abandon(&mut row.ops, row.columns.checkpoint_seq, token, policy);
+    if keep_attempts && outcome != AbandonOutcome::Stale {
+        row.ops.claim_attempts = attempts_before;
+    }
     if outcome == AbandonOutcome::Poisoned {
         tracing::warn!(
             run_id = %run_id,

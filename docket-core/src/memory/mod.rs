@@ -52,17 +52,37 @@ pub struct MemoryStore {
     state: Mutex<State>,
     wake: broadcast::Sender<()>,
     pruning: AtomicBool,
+    faults: Faults,
+}
+
+/// Deliberate bugs for the conformance suite's mutant checks: the suite proves it can fail by
+/// running against a store with one of these switched on. Never enable them outside tests.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// Claimed commits skip the `checkpoint_seq` fence (the token is still checked).
+    pub skip_claimed_seq_fence: bool,
+    /// Abandons keep `claim_attempts` instead of handing the attempt back.
+    pub abandon_keeps_attempts: bool,
 }
 
 impl MemoryStore {
     /// An empty store.
     #[must_use]
     pub fn new() -> Self {
+        Self::with_faults(Faults::default())
+    }
+
+    /// An empty store with deliberate bugs switched on (for the suite's mutant checks only).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_faults(faults: Faults) -> Self {
         let (wake, _) = broadcast::channel(WAKE_CHANNEL_CAPACITY);
         MemoryStore {
             state: Mutex::new(State::default()),
             wake,
             pruning: AtomicBool::new(false),
+            faults,
         }
     }
 

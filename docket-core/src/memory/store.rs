@@ -45,7 +45,13 @@ impl RunStore for MemoryStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let committed = transitions::commit_claimed(&mut *self.lock()?, scope, proposal, events)?;
+        let committed = transitions::commit_claimed(
+            &mut *self.lock()?,
+            scope,
+            proposal,
+            events,
+            self.faults.skip_claimed_seq_fence,
+        )?;
         Ok(self.finish(committed))
     }
 
@@ -108,7 +114,13 @@ impl RunStore for MemoryStore {
         token: &ClaimToken,
         policy: &AbandonPolicy,
     ) -> Result<AbandonOutcome, StoreError> {
-        claims::abandon_claim(&mut *self.lock()?, run_id, token, policy)
+        claims::abandon_claim(
+            &mut *self.lock()?,
+            run_id,
+            token,
+            policy,
+            self.faults.abandon_keeps_attempts,
+        )
     }
 
     async fn retry_poisoned_run(

@@ -100,6 +100,7 @@ enum Authority<'a> {
     Claim {
         token: &'a ClaimToken,
         schedule: ClaimedSchedule,
+        skip_seq_fence: bool,
     },
     Signal {
         wake: ReleaseWake,
@@ -107,11 +108,14 @@ enum Authority<'a> {
 }
 
 /// `commit_claimed`: validate → lookup → identity → fences (token, seq) → status → events.
+///
+/// `skip_seq_fence` is the deliberate bug of a conformance mutant (always `false` in use).
 pub(super) fn commit_claimed(
     state: &mut State,
     scope: &Scope,
     proposal: ClaimedCommit,
     events: Vec<Event>,
+    skip_seq_fence: bool,
 ) -> Result<Committed, StoreError> {
     let events = validate_claimed(&proposal, &events)?;
     let ClaimedCommit {
@@ -125,6 +129,7 @@ pub(super) fn commit_claimed(
     let authority = Authority::Claim {
         token: &claim_token,
         schedule,
+        skip_seq_fence,
     };
     commit(
         state,
@@ -199,7 +204,14 @@ fn commit(
             return Err(StoreError::StaleCheckpoint);
         }
     }
-    if !seq_fence_holds(&stored, expected_seq) {
+    let skip_seq_fence = matches!(
+        authority,
+        Authority::Claim {
+            skip_seq_fence: true,
+            ..
+        }
+    );
+    if !skip_seq_fence && !seq_fence_holds(&stored, expected_seq) {
         return Err(StoreError::StaleCheckpoint);
     }
     check_status_change(&stored, &run)?;

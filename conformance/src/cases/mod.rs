@@ -1,0 +1,20 @@
+//! The cases, by family. Every case is a `pub async fn(&Env)` that gets a fresh, isolated
+//! store, passes its own instants (offsets from [`crate::fixtures::T0_MS`]), asserts with
+//! panics, and proves after every rejected write that the store is byte-identical to before
+//! ([`Env::rejected`](crate::Env::rejected)).
+
+mod prelude;
+
+pub mod bad_input;
+pub mod claims;
+pub mod drains;
+pub mod events;
+pub mod graphs;
+pub mod handback;
+pub mod model;
+pub mod pruning;
+pub mod races;
+pub mod reads;
+pub mod scopes;
+pub mod transitions;
+pub mod wakeups;

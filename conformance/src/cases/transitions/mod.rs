@@ -1,0 +1,12 @@
+//! Transitions (spec §4.1): validation order, identity, fences, schedules, counter resets,
+//! event idempotency and conflicts, and the status matrix.
+
+mod claimed;
+mod initialize;
+mod schedules;
+mod unclaimed;
+
+pub use claimed::*;
+pub use initialize::*;
+pub use schedules::*;
+pub use unclaimed::*;

@@ -1,0 +1,3 @@
+//! The case catalogue generated from the table in `table.rs`.
+
+crate::__case_table!(__catalogue!());

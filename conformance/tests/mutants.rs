@@ -1,0 +1,389 @@
+//! A suite that cannot fail is no suite: three deliberately broken stores must each fail it,
+//! and the families that catch them are asserted; the correct memory store passes `run_all`.
+//!
+//! * no `checkpoint_seq` check on claimed commits (a `MemoryStore` fault switch);
+//! * no claim-token check (a wrapper that learns every minted token from `claim_due` and
+//!   substitutes the current one into every claimed commit);
+//! * an abandon that does not hand the attempt back (a `MemoryStore` fault switch).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Once};
+
+use async_trait::async_trait;
+use docket_conformance::memory::MemoryHarness;
+use docket_conformance::{cases, run_all, Capabilities, Harness, Report};
+use docket_core::graph::GraphDocument;
+use docket_core::memory::{Faults, MemoryStore};
+use docket_core::model::{
+    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+};
+use docket_core::store::{
+    AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
+    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+};
+
+/// The mutants fail hundreds of assertions on purpose and their messages are in the report.
+/// Panics on a test's own thread are captured by the test harness anyway; those on runtime
+/// worker threads would go straight to stderr, so only they are silenced.
+fn quiet_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !std::thread::current()
+                .name()
+                .is_some_and(|name| name.starts_with("tokio-"))
+            {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// A memory store with fault switches on.
+#[derive(Clone, Copy, Debug)]
+struct FaultyHarness(Faults);
+
+#[async_trait]
+impl Harness for FaultyHarness {
+    type Guard = Arc<MemoryStore>;
+
+    async fn open(&self) -> Result<(Arc<dyn Backend>, Self::Guard), StoreError> {
+        let store = Arc::new(MemoryStore::with_faults(self.0));
+        Ok((store.clone(), store))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { wakeups: true }
+    }
+
+    async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
+        Ok(guard.raw_snapshot())
+    }
+
+    async fn corrupt_run(&self, guard: &Self::Guard, run_id: &RunId) -> Result<(), StoreError> {
+        guard.corrupt_run(run_id)
+    }
+
+    async fn corrupt_event(
+        &self,
+        guard: &Self::Guard,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        guard.corrupt_event(run_id, seq)
+    }
+
+    async fn corrupt_graph(
+        &self,
+        guard: &Self::Guard,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<(), StoreError> {
+        guard.corrupt_graph(owner, graph_ref)
+    }
+}
+
+/// A store that never checks claim tokens: it remembers the token `claim_due` last minted for
+/// each run and commits with that one, whatever the caller presents.
+#[derive(Debug, Default)]
+struct TokenBlindStore {
+    inner: MemoryStore,
+    minted: Mutex<HashMap<RunId, ClaimToken>>,
+}
+
+impl TokenBlindStore {
+    fn current(&self, run_id: &RunId) -> Option<ClaimToken> {
+        self.minted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(run_id)
+            .cloned()
+    }
+}
+
+#[async_trait]
+impl RunStore for TokenBlindStore {
+    async fn initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner.initialize(owner, proposal, events).await
+    }
+
+    async fn commit_claimed(
+        &self,
+        scope: &Scope,
+        mut proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        if let Some(token) = self.current(&proposal.run.id) {
+            proposal.claim_token = token;
+        }
+        self.inner.commit_claimed(scope, proposal, events).await
+    }
+
+    async fn commit_unclaimed(
+        &self,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner
+            .commit_unclaimed(scope, expected_seq, proposal, events)
+            .await
+    }
+
+    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
+        self.inner.fetch_run(scope, run_id).await
+    }
+
+    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
+        self.inner.inspect_run(scope, run_id).await
+    }
+
+    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
+        self.inner.list_runs(scope, query).await
+    }
+
+    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+        let batch = self.inner.claim_due(policy).await?;
+        let mut minted = self
+            .minted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for lease in &batch.leases {
+            minted.insert(lease.run_id.clone(), lease.claim_token.clone());
+        }
+        Ok(batch)
+    }
+
+    async fn refresh_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.refresh_claim(run_id, token, now).await
+    }
+
+    async fn release_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.release_claim(run_id, token, now).await
+    }
+
+    async fn abandon_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        policy: &AbandonPolicy,
+    ) -> Result<AbandonOutcome, StoreError> {
+        self.inner.abandon_claim(run_id, token, policy).await
+    }
+
+    async fn retry_poisoned_run(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Run, StoreError> {
+        self.inner.retry_poisoned_run(scope, run_id, now).await
+    }
+
+    async fn fetch_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<Event, StoreError> {
+        self.inner.fetch_event(scope, run_id, seq).await
+    }
+
+    async fn fetch_latest_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<Option<Event>, StoreError> {
+        self.inner.fetch_latest_event(scope, run_id).await
+    }
+
+    async fn list_events(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        query: &EventQuery,
+    ) -> Result<EventPage, StoreError> {
+        self.inner.list_events(scope, run_id, query).await
+    }
+
+    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
+        self.inner.prune(policy).await
+    }
+
+    fn wakeups(&self) -> Option<Wakeups> {
+        self.inner.wakeups()
+    }
+}
+
+#[async_trait]
+impl GraphStore for TokenBlindStore {
+    async fn save_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+        graph: &GraphDocument,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.save_graph(owner, graph_ref, graph, now).await
+    }
+
+    async fn fetch_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<GraphDocument, StoreError> {
+        self.inner.fetch_graph(owner, graph_ref).await
+    }
+
+    async fn fetch_latest_graph_ref(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+    ) -> Result<GraphRef, StoreError> {
+        self.inner.fetch_latest_graph_ref(owner, graph_id).await
+    }
+
+    async fn list_graph_versions(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+        query: &GraphVersionQuery,
+    ) -> Result<GraphVersionPage, StoreError> {
+        self.inner.list_graph_versions(owner, graph_id, query).await
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct TokenBlindHarness;
+
+#[async_trait]
+impl Harness for TokenBlindHarness {
+    type Guard = Arc<TokenBlindStore>;
+
+    async fn open(&self) -> Result<(Arc<dyn Backend>, Self::Guard), StoreError> {
+        let store = Arc::new(TokenBlindStore::default());
+        Ok((store.clone(), store))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { wakeups: true }
+    }
+
+    async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
+        Ok(guard.inner.raw_snapshot())
+    }
+
+    async fn corrupt_run(&self, guard: &Self::Guard, run_id: &RunId) -> Result<(), StoreError> {
+        guard.inner.corrupt_run(run_id)
+    }
+
+    async fn corrupt_event(
+        &self,
+        guard: &Self::Guard,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        guard.inner.corrupt_event(run_id, seq)
+    }
+
+    async fn corrupt_graph(
+        &self,
+        guard: &Self::Guard,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<(), StoreError> {
+        guard.inner.corrupt_graph(owner, graph_ref)
+    }
+}
+
+/// Asserts the report failed in (at least) each of `families`, and prints what it caught.
+fn assert_caught_by(mutant: &str, report: &Report, families: &[&str]) {
+    println!("{mutant}:\n{report}");
+    assert!(!report.is_success(), "{mutant} passed the whole suite");
+    let failing = report.failing_families();
+    for family in families {
+        assert!(
+            failing.contains(family),
+            "{mutant} was not caught by family {family}; caught by {failing:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_correct_memory_store_passes_every_case_through_run_all() {
+    let report = run_all(&MemoryHarness).await;
+    assert!(report.is_success(), "{report}");
+    assert_eq!(report.total(), cases().len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_store_without_the_seq_fence_on_claimed_commits_fails_the_suite() {
+    quiet_panics();
+    let mutant = FaultyHarness(Faults {
+        skip_claimed_seq_fence: true,
+        ..Faults::default()
+    });
+    let report = run_all(&mutant).await;
+    assert_caught_by("no seq fence", &report, &["transitions", "races", "model"]);
+    let transitions = report.family("transitions").expect("transitions ran");
+    for case in [
+        "replaying_a_committed_claimed_proposal_is_stale",
+        "a_commit_built_on_a_past_seq_is_stale",
+    ] {
+        assert!(transitions.failed_names().contains(&case), "{case} passed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_store_without_the_token_check_fails_the_suite() {
+    quiet_panics();
+    let report = run_all(&TokenBlindHarness).await;
+    assert_caught_by(
+        "no token check",
+        &report,
+        &["transitions", "handback", "model"],
+    );
+    let transitions = report.family("transitions").expect("transitions ran");
+    for case in [
+        "a_wrong_token_is_stale_and_stores_nothing",
+        "a_superseded_token_is_stale_and_the_new_holder_commits",
+    ] {
+        assert!(transitions.failed_names().contains(&case), "{case} passed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_abandon_that_keeps_the_attempt_fails_the_suite() {
+    quiet_panics();
+    let mutant = FaultyHarness(Faults {
+        abandon_keeps_attempts: true,
+        ..Faults::default()
+    });
+    let report = run_all(&mutant).await;
+    assert_caught_by("abandon keeps attempts", &report, &["handback", "model"]);
+    let handback = report.family("handback").expect("handback ran");
+    for case in [
+        "abandon_reschedules_and_hands_the_attempt_back",
+        "abandons_never_advance_attempt_poison",
+    ] {
+        assert!(handback.failed_names().contains(&case), "{case} passed");
+    }
+}
