@@ -70,7 +70,7 @@ async fn a_corrupt_run_document_is_corrupt_on_every_read_and_other_runs_are_unaf
 }
 
 #[tokio::test]
-async fn commits_onto_a_corrupt_run_are_refused_and_change_nothing() {
+async fn a_fenced_commit_replaces_a_corrupt_document_because_transitions_compare_columns() {
     let (store, graph) = store_with_graph().await;
     let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
     let lease = claim_one(&store, t(2)).await;
@@ -82,19 +82,17 @@ async fn commits_onto_a_corrupt_run_are_refused_and_change_nothing() {
         ClaimedSchedule::RetainClaim,
         t(3),
     );
-    assert_rejected(
-        &store,
-        StoreErrorKind::Corrupt,
-        store.commit_claimed(&Scope::System, proposal, events),
-    )
-    .await;
-    let (proposal, events) = unclaimed(&run, RunStatus::Cancelled, ReleaseWake::Terminal, t(3));
-    assert_rejected(
-        &store,
-        StoreErrorKind::Corrupt,
-        store.commit_unclaimed(&Scope::System, 1, proposal, events),
-    )
-    .await;
+    let committed = store
+        .commit_claimed(&Scope::System, proposal, events)
+        .await
+        .expect("the fences match, so the commit lands");
+    assert_eq!(
+        store
+            .fetch_run(&Scope::System, &run.id)
+            .await
+            .expect("decodes again"),
+        committed
+    );
 }
 
 #[tokio::test]
@@ -169,7 +167,7 @@ async fn a_corrupt_event_is_corrupt_when_read_and_never_skipped() {
 }
 
 #[tokio::test]
-async fn a_commit_that_must_compare_with_a_corrupt_event_is_refused() {
+async fn a_commit_that_must_compare_with_a_corrupt_event_is_an_event_conflict() {
     let (store, graph) = store_with_graph().await;
     let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
     let stored = store
@@ -181,7 +179,7 @@ async fn a_commit_that_must_compare_with_a_corrupt_event_is_refused() {
     events.insert(0, stored);
     assert_rejected(
         &store,
-        StoreErrorKind::Corrupt,
+        StoreErrorKind::EventConflict,
         store.commit_unclaimed(&Scope::System, 1, proposal, events),
     )
     .await;

@@ -196,13 +196,13 @@ impl PostgresStore {
         let Some(stored) = self.read_run(scope, &proposal.run.id).await? else {
             return Err(StoreError::NotFound);
         };
-        transition::check_identity(&stored.run, &proposal.run)?;
+        transition::check_identity(&transition::StoredHead::of(&stored.run), &proposal.run)?;
         if stored.run.checkpoint_seq != proposal.expected_seq
             || !ops::holds_claim(&stored.ops, &proposal.claim_token)
         {
             return Err(StoreError::StaleCheckpoint);
         }
-        transition::check_status_change(&stored.run, &proposal.run)?;
+        transition::check_status_change(&transition::StoredHead::of(&stored.run), &proposal.run)?;
         // Everything matches now, so the row moved and came back between the two reads:
         // this proposal did not commit.
         Err(StoreError::StaleCheckpoint)
@@ -233,11 +233,11 @@ impl PostgresStore {
             return Err(StoreError::NotFound);
         };
         let stored = decode_run_row(&row)?;
-        transition::check_identity(&stored.run, run)?;
+        transition::check_identity(&transition::StoredHead::of(&stored.run), run)?;
         if stored.run.checkpoint_seq != expected_seq {
             return Err(StoreError::StaleCheckpoint);
         }
-        transition::check_status_change(&stored.run, run)?;
+        transition::check_status_change(&transition::StoredHead::of(&stored.run), run)?;
 
         let seqs: Vec<i64> = codec::encode_events(&events)?.seq;
         let stored_events = self
@@ -253,7 +253,9 @@ impl PostgresStore {
                 by_seq.insert(event.seq, event);
             }
         }
-        let to_insert = events::merge_with_stored(events, |seq| Ok(by_seq.remove(&seq)))?;
+        let to_insert = events::merge_with_stored(events, |seq| {
+            Ok(by_seq.remove(&seq).map(events::StoredEvent::Event))
+        })?;
 
         let mut new_ops = stored.ops.clone();
         ops::apply_unclaimed_commit(

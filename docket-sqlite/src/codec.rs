@@ -18,6 +18,7 @@ use docket_core::model::{
     Timestamp, ValueMap,
 };
 use docket_core::store::rules::ops::check_row_invariants;
+use docket_core::store::rules::transition::StoredHead;
 use docket_core::store::StoreError;
 
 /// Columns of a full run row, in decoding order.
@@ -249,6 +250,28 @@ pub(crate) fn decode_run(values: &[Value]) -> Result<StoredRun, StoreError> {
     let ops = f.ops(RUN_OPS_BASE, status)?;
     Ok(StoredRun { owner, run, ops })
 }
+
+/// Decodes a row selected with [`OPS_COLUMNS`] followed by `started_at`: everything a
+/// transition compares against, without touching the stored document.
+///
+/// # Errors
+/// `Corrupt` naming the row.
+pub(crate) fn decode_head(values: &[Value]) -> Result<(StoredHead, OpsRow), StoreError> {
+    let ops = decode_ops(values)?;
+    let f = Fields::new(values, format!("run row {}", ops.run_id));
+    let head = StoredHead {
+        run_id: ops.run_id.clone(),
+        graph_id: ops.graph_id.clone(),
+        graph_hash: ops.graph_hash.clone(),
+        started_at: Some(f.ts(HEAD_STARTED_AT, "started_at")?),
+        status: ops.status,
+        checkpoint_seq: ops.checkpoint_seq,
+    };
+    Ok((head, ops))
+}
+
+/// Position of `started_at` in a head row (right after [`OPS_COLUMNS`]).
+pub(crate) const HEAD_STARTED_AT: usize = 14;
 
 /// Decodes a row selected with [`OPS_COLUMNS`].
 ///

@@ -353,26 +353,35 @@ pub async fn a_corrupt_run_is_corrupt_on_every_read_and_not_contagious(env: &Env
     env.commit_to(&lease, &good, RunStatus::Done, t(2)).await;
 }
 
-/// Commits onto a corrupt run are refused with `Corrupt` and change nothing.
-pub async fn commits_onto_a_corrupt_run_are_refused_as_corrupt(env: &Env<'_>) {
+/// Transitions compare the stored columns (identity, status, fences), never the stored
+/// document: a commit whose fences match replaces a corrupt document, and the run reads again.
+pub async fn a_fenced_commit_replaces_a_corrupt_document(env: &Env<'_>) {
+    let c = env.claimed("r1").await;
+    env.corrupt_run(&c.run.id).await;
+    let moment = moment_to(&c.run, RunStatus::Running, t(20));
+    let committed = ok(
+        env.store()
+            .commit_claimed(
+                &Scope::System,
+                claimed_commit(&moment, &c.lease.claim_token, t(20)),
+                moment.events.clone(),
+            )
+            .await,
+        "a fenced commit over a corrupt document",
+    );
+    assert_eq!(env.fetch(&c.run.id).await, committed);
+}
+
+/// A stale commit onto a corrupt run is still only a stale fence, and changes nothing.
+pub async fn a_stale_commit_onto_a_corrupt_run_is_stale_and_changes_nothing(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     env.corrupt_run(&c.run.id).await;
     let moment = moment_to(&c.run, RunStatus::Running, t(20));
     env.rejected(
-        K::Corrupt,
+        K::StaleCheckpoint,
         env.store().commit_claimed(
             &Scope::System,
-            claimed_commit(&moment, &c.lease.claim_token, t(20)),
-            moment.events.clone(),
-        ),
-    )
-    .await;
-    env.rejected(
-        K::Corrupt,
-        env.store().commit_unclaimed(
-            &Scope::System,
-            c.run.checkpoint_seq,
-            unclaimed_commit(&moment, t(20)),
+            claimed_commit(&moment, &ClaimToken::mint(), t(20)),
             moment.events.clone(),
         ),
     )
@@ -429,8 +438,9 @@ pub async fn a_corrupt_event_is_corrupt_wherever_it_is_read(env: &Env<'_>) {
     );
 }
 
-/// A commit that must compare against a corrupt stored event is refused and changes nothing.
-pub async fn a_commit_that_must_compare_with_a_corrupt_event_is_refused(env: &Env<'_>) {
+/// A commit that must compare against a corrupt stored event is an `EventConflict` (the
+/// proposal cannot be the fact stored there) and changes nothing.
+pub async fn a_commit_that_must_compare_with_a_corrupt_event_is_an_event_conflict(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     env.corrupt_event(&c.run.id, 1).await;
     let moment = moment_to(&c.run, RunStatus::Running, t(20));
@@ -439,7 +449,7 @@ pub async fn a_commit_that_must_compare_with_a_corrupt_event_is_refused(env: &En
     let mut events = vec![replay];
     events.extend(moment.events.iter().cloned());
     env.rejected(
-        K::Corrupt,
+        K::EventConflict,
         env.store().commit_claimed(
             &Scope::System,
             claimed_commit(&moment, &c.lease.claim_token, t(20)),

@@ -14,6 +14,7 @@ use crate::model::{
     validate_durable, Event, GraphHash, GraphId, OperationalState, OwnerScope, Run, RunId,
     RunStatus, Scope, Timestamp,
 };
+use crate::store::rules::events::StoredEvent;
 use crate::store::rules::ops::check_row_invariants;
 use crate::store::StoreError;
 
@@ -185,6 +186,18 @@ impl State {
             .and_then(|events| events.get(&seq))
             .map(|row| decode_event(run_id, seq, row))
             .transpose()
+    }
+
+    /// The stored event at `seq` as the transition rules compare it: undecodable bytes are a
+    /// fact that no proposal can equal, not an error.
+    pub fn stored_event_for_merge(&self, run_id: &RunId, seq: u64) -> Option<StoredEvent> {
+        self.events
+            .get(run_id)
+            .and_then(|events| events.get(&seq))
+            .map(|row| match decode_event(run_id, seq, row) {
+                Ok(event) => StoredEvent::Event(event),
+                Err(_) => StoredEvent::Undecodable,
+            })
     }
 
     /// Appends already encoded events of `run_id`.

@@ -13,13 +13,14 @@ use crate::store::rules::ops::{
 };
 use crate::store::rules::transition::{
     check_identity, check_status_change, validate_claimed, validate_initialize, validate_unclaimed,
+    StoredHead,
 };
 use crate::store::{
     ClaimedCommit, ClaimedSchedule, InitProposal, ReleaseWake, StoreError, UnclaimedCommit,
 };
 
 use super::graphs::graph_exists;
-use super::state::{decode_run, encode_event, encode_run, RunRow, State};
+use super::state::{encode_event, encode_run, RunRow, State};
 
 /// What a successful transition reports back to the async layer.
 #[derive(Debug)]
@@ -33,7 +34,7 @@ pub(super) struct Committed {
 /// Whether the stored run still sits at the seq the proposal builds on.
 ///
 /// Kept apart so the fence is one obvious line to read (and to break in a mutant).
-fn seq_fence_holds(stored: &Run, expected_seq: u64) -> bool {
+fn seq_fence_holds(stored: &StoredHead, expected_seq: u64) -> bool {
     stored.checkpoint_seq == expected_seq
 }
 
@@ -74,7 +75,8 @@ pub(super) fn initialize(
     if state.runs.contains_key(&run.id) {
         return Err(StoreError::Conflict);
     }
-    let to_insert = merge_with_stored(events, |seq| state.stored_event(&run.id, seq))?;
+    let to_insert =
+        merge_with_stored(events, |seq| Ok(state.stored_event_for_merge(&run.id, seq)))?;
     let encoded_events = encode_events(&to_insert)?;
     let (columns, document) = encode_run(&run)?;
     let ops = initial_state(proposal.wake_at);
@@ -197,7 +199,15 @@ fn commit(
         now,
     } = proposed;
     let row = state.visible_row(scope, &run.id)?;
-    let stored = decode_run(&run.id, row)?;
+    // Only the stored columns matter: a transition never decodes the stored document.
+    let stored = StoredHead {
+        run_id: run.id.clone(),
+        graph_id: row.columns.graph_id.clone(),
+        graph_hash: row.columns.graph_hash.clone(),
+        started_at: Some(row.columns.started_at),
+        status: row.columns.status,
+        checkpoint_seq: row.columns.checkpoint_seq,
+    };
     check_identity(&stored, &run)?;
     if let Authority::Claim { token, .. } = authority {
         if !token_fence_holds(&row.ops, token) {
@@ -215,7 +225,8 @@ fn commit(
         return Err(StoreError::StaleCheckpoint);
     }
     check_status_change(&stored, &run)?;
-    let to_insert = merge_with_stored(events, |seq| state.stored_event(&run.id, seq))?;
+    let to_insert =
+        merge_with_stored(events, |seq| Ok(state.stored_event_for_merge(&run.id, seq)))?;
     let encoded_events = encode_events(&to_insert)?;
     let (columns, document) = encode_run(&run)?;
     let mut ops = row.ops.clone();

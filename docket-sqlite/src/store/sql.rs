@@ -4,11 +4,13 @@
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use docket_core::model::{Event, OperationalState, OwnerScope, Run, RunId, Scope, Timestamp};
+use docket_core::store::rules::events::StoredEvent;
+use docket_core::store::rules::transition::StoredHead;
 use docket_core::store::StoreError;
 
 use crate::codec::{
-    decode_event, decode_ops, decode_run, encode_document, encode_map, row_values, sql_u64, OpsRow,
-    StoredRun, EVENT_COLUMNS, OPS_COLUMNS, RUN_COLUMNS,
+    decode_event, decode_head, decode_ops, decode_run, encode_document, encode_map, row_values,
+    sql_u64, OpsRow, StoredRun, EVENT_COLUMNS, HEAD_STARTED_AT, OPS_COLUMNS, RUN_COLUMNS,
 };
 use crate::error::{commit_error, SqlResult};
 
@@ -87,6 +89,43 @@ pub(crate) fn load_run(
         .optional()
         .sql()?;
     values.as_deref().map(decode_run).transpose()
+}
+
+/// The transition head and operational row of a run visible in `scope`, read from columns
+/// only (a transition never decodes the stored document).
+pub(crate) fn load_head(
+    conn: &Connection,
+    scope: &Scope,
+    run_id: &RunId,
+) -> Result<Option<(StoredHead, OpsRow)>, StoreError> {
+    if !visible(conn, scope, run_id)? {
+        return Ok(None);
+    }
+    let values = conn
+        .prepare_cached(&format!(
+            "SELECT {OPS_COLUMNS}, started_at FROM docket_runs WHERE run_id = ?1"
+        ))
+        .sql()?
+        .query_row([run_id.as_str()], |row| {
+            row_values(row, HEAD_STARTED_AT + 1)
+        })
+        .optional()
+        .sql()?;
+    values.as_deref().map(decode_head).transpose()
+}
+
+/// The stored event at `seq` as the transition rules compare it (undecodable bytes can never
+/// equal a proposal, so they are a conflict rather than an error).
+pub(crate) fn load_event_for_merge(
+    conn: &Connection,
+    run_id: &RunId,
+    seq: u64,
+) -> Result<Option<StoredEvent>, StoreError> {
+    match load_event(conn, run_id, seq) {
+        Ok(found) => Ok(found.map(StoredEvent::Event)),
+        Err(StoreError::Corrupt { .. }) => Ok(Some(StoredEvent::Undecodable)),
+        Err(other) => Err(other),
+    }
 }
 
 /// The operational row of a run (any owner: claim operations are system work).

@@ -14,7 +14,9 @@ use docket_core::store::rules::ops::{
 use docket_core::store::rules::transition::{check_identity, check_status_change};
 use docket_core::store::{ClaimedSchedule, InitProposal, ReleaseWake, StoreError};
 
-use super::sql::{insert_events, insert_run, load_event, load_run, run_exists, update_run};
+use super::sql::{
+    insert_events, insert_run, load_event_for_merge, load_head, run_exists, update_run,
+};
 use crate::error::SqlResult;
 
 /// A committed transition and whether its wake is due at the caller's `now` (wake hint).
@@ -58,7 +60,7 @@ pub(crate) fn initialize(
     }
     let ops = initial_state(proposal.wake_at);
     insert_run(conn, owner, run, &ops)?;
-    let to_insert = merge_with_stored(events, |seq| load_event(conn, &run.id, seq))?;
+    let to_insert = merge_with_stored(events, |seq| load_event_for_merge(conn, &run.id, seq))?;
     insert_events(conn, &to_insert, proposal.now)?;
     Ok(Committed {
         run: run.clone(),
@@ -104,19 +106,19 @@ pub(crate) fn commit(
     events: Vec<Event>,
 ) -> Result<Committed, StoreError> {
     let proposed = proposal.run;
-    let stored = load_run(conn, scope, &proposed.id)?.ok_or(StoreError::NotFound)?;
-    check_identity(&stored.run, proposed)?;
-    if stored.run.checkpoint_seq != proposal.expected_seq {
+    let (stored, row) = load_head(conn, scope, &proposed.id)?.ok_or(StoreError::NotFound)?;
+    check_identity(&stored, proposed)?;
+    if stored.checkpoint_seq != proposal.expected_seq {
         return Err(StoreError::StaleCheckpoint);
     }
     if let Fence::Claimed { token, .. } = proposal.fence {
-        if !holds_claim(&stored.ops, token) {
+        if !holds_claim(&row.ops, token) {
             return Err(StoreError::StaleCheckpoint);
         }
     }
-    check_status_change(&stored.run, proposed)?;
-    let to_insert = merge_with_stored(events, |seq| load_event(conn, &proposed.id, seq))?;
-    let mut ops = stored.ops;
+    check_status_change(&stored, proposed)?;
+    let to_insert = merge_with_stored(events, |seq| load_event_for_merge(conn, &proposed.id, seq))?;
+    let mut ops = row.ops;
     match proposal.fence {
         Fence::Claimed { schedule, .. } => {
             apply_commit(&mut ops, proposal.checkpoint_type, schedule, proposal.now);

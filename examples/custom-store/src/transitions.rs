@@ -2,28 +2,33 @@
 //! lookup in scope → identity → fences → status → events), every write last.
 
 use docket_core::model::{ClaimToken, Event, OperationalState, OwnerScope, Run, Scope, Timestamp};
-use docket_core::store::rules::events::merge_with_stored;
+use docket_core::store::rules::events::{merge_with_stored, StoredEvent};
 use docket_core::store::rules::ops::{
     apply_commit, check_row_invariants, holds_claim, initial_state,
 };
 use docket_core::store::rules::transition::{
     check_identity, check_status_change, validate_claimed, validate_initialize, validate_unclaimed,
+    StoredHead,
 };
 use docket_core::store::{
     ClaimedCommit, ClaimedSchedule, InitProposal, StoreError, UnclaimedCommit,
 };
 
-use crate::codec::{decode_event, decode_run, encode_event, encode_run};
+use crate::codec::{decode_event, encode_event, encode_run};
 use crate::tables::{EventRow, RunRow, Tables};
 
 /// The stored event at `(run.id, seq)`, decoded, for idempotent appends.
-fn stored_event(tables: &Tables, run: &Run, seq: u64) -> Result<Option<Event>, StoreError> {
-    tables
+/// The stored event at `seq` for the merge rules: bytes that do not decode can never equal a
+/// proposal, so they are a conflict, not an error.
+fn stored_event(tables: &Tables, run: &Run, seq: u64) -> Result<Option<StoredEvent>, StoreError> {
+    Ok(tables
         .events
         .get(&run.id)
         .and_then(|events| events.get(&seq))
-        .map(|row| decode_event(&run.id, seq, row))
-        .transpose()
+        .map(|row| match decode_event(&run.id, seq, row) {
+            Ok(event) => StoredEvent::Event(event),
+            Err(_) => StoredEvent::Undecodable,
+        }))
 }
 
 /// Encodes `events` and appends them (the last write of a transition).
@@ -154,7 +159,15 @@ fn commit(
         now,
     } = proposed;
     let row = tables.visible(scope, &run.id)?;
-    let stored = decode_run(&run.id, row)?;
+    // Transitions compare columns only; the stored document is never decoded here.
+    let stored = StoredHead {
+        run_id: run.id.clone(),
+        graph_id: row.columns.graph_id.clone(),
+        graph_hash: row.columns.graph_hash.clone(),
+        started_at: Some(row.columns.started_at),
+        status: row.columns.status,
+        checkpoint_seq: row.columns.checkpoint_seq,
+    };
     check_identity(&stored, &run)?;
     let token_holds = token.is_none_or(|token| holds_claim(&row.ops, token));
     if !token_holds || stored.checkpoint_seq != expected_seq {

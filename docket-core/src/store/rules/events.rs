@@ -3,7 +3,29 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::value::canonical_json;
 use crate::model::{check_portable_map, Event, Run, MAX_SEQ};
+
+/// Whether two events are the same fact: equal canonical encodings (so `-0.0` and `0.0`
+/// differ, exactly as on a backend that compares stored bytes).
+#[must_use]
+pub fn same_event(a: &Event, b: &Event) -> bool {
+    canonical(a) == canonical(b)
+}
+
+fn canonical(event: &Event) -> Vec<u8> {
+    // Serializing an event cannot fail: every map is string-keyed.
+    canonical_json(&serde_json::to_value(event).unwrap_or_default())
+}
+
+/// What a backend found at one `(run_id, seq)`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StoredEvent {
+    /// A decodable stored event.
+    Event(Event),
+    /// Stored bytes that do not decode; they can never equal a proposed event.
+    Undecodable,
+}
 use crate::store::error::StoreError;
 
 /// Sorts `events` by seq, collapses identical duplicates and rejects contradictory ones.
@@ -33,7 +55,10 @@ pub fn normalize_events(run: &Run, events: &[Event]) -> Result<Vec<Event>, Store
         ] {
             // Every backend must store these as text; PostgreSQL `text` cannot hold NUL, so
             // control characters are refused everywhere rather than on one backend only.
-            if field.as_deref().is_some_and(|f| f.chars().any(char::is_control)) {
+            if field
+                .as_deref()
+                .is_some_and(|f| f.chars().any(char::is_control))
+            {
                 return Err(StoreError::invalid_transition(format!(
                     "event {} {name} contains a control character",
                     event.seq
@@ -44,7 +69,7 @@ pub fn normalize_events(run: &Run, events: &[Event]) -> Result<Vec<Event>, Store
             .and_then(|()| check_portable_map(&event.metadata))
             .map_err(|e| StoreError::invalid_transition(format!("event {}: {e}", event.seq)))?;
         match by_seq.get(&event.seq) {
-            Some(existing) if *existing != event => {
+            Some(existing) if !same_event(existing, event) => {
                 return Err(StoreError::EventConflict { seq: event.seq });
             }
             Some(_) => {}
@@ -57,18 +82,19 @@ pub fn normalize_events(run: &Run, events: &[Event]) -> Result<Vec<Event>, Store
 }
 
 /// Splits normalized `proposed` events into those to insert, given the stored event at each
-/// seq (`stored(seq)`): identical stored events are accepted without a write.
+/// seq (`stored(seq)`): identical stored events are accepted without a write; a different or
+/// undecodable stored event is a conflict (the proposal cannot be the fact stored there).
 ///
 /// # Errors
 /// `EventConflict` at the first seq whose stored event differs; any error of `stored`.
 pub fn merge_with_stored<F>(proposed: Vec<Event>, mut stored: F) -> Result<Vec<Event>, StoreError>
 where
-    F: FnMut(u64) -> Result<Option<Event>, StoreError>,
+    F: FnMut(u64) -> Result<Option<StoredEvent>, StoreError>,
 {
     let mut to_insert = Vec::with_capacity(proposed.len());
     for event in proposed {
         match stored(event.seq)? {
-            Some(existing) if existing == event => {}
+            Some(StoredEvent::Event(existing)) if same_event(&existing, &event) => {}
             Some(_) => return Err(StoreError::EventConflict { seq: event.seq }),
             None => to_insert.push(event),
         }

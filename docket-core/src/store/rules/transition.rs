@@ -1,12 +1,21 @@
 //! Transition validation (spec §4.1): run before any lookup, identical for every backend.
 //!
 //! Order: proposal validation → lookup (scope) → immutable identity → fences → status
-//! matrix → events. Backends call [`validate_initialize`] / [`validate_claimed`] /
+//! matrix → events.
+//!
+//! Transitions compare the proposal with the stored [`StoredHead`] only — identity, status and
+//! fence seq, which every backend keeps as plain columns — and never decode the stored
+//! document. A corrupt stored document is therefore reported by reads (`Corrupt`), and a
+//! commit whose fences match replaces it, identically on every backend (a single-statement
+//! commit could not decode it anyway). Backends call [`validate_initialize`] / [`validate_claimed`] /
 //! [`validate_unclaimed`] first, then perform their lookup, then [`check_identity`],
 //! then compare fences, then [`check_status_change`], then merge events with
 //! [`super::events::merge_with_stored`].
 
-use crate::model::{validate_durable, CheckpointType, Event, OwnerScope, Run, RunStatus, MAX_SEQ};
+use crate::model::{
+    validate_durable, CheckpointType, Event, GraphHash, GraphId, OwnerScope, Run, RunId, RunStatus,
+    Timestamp, MAX_SEQ,
+};
 use crate::store::error::StoreError;
 use crate::store::proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
 
@@ -101,12 +110,44 @@ fn check_durable(run: &Run) -> Result<(), StoreError> {
     validate_durable(run).map_err(|e| StoreError::invalid_transition(e.reason))
 }
 
-/// Compares the immutable identity of the proposal with the stored run.
+/// The stored facts a transition is checked against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredHead {
+    /// Run id.
+    pub run_id: RunId,
+    /// Immutable graph id.
+    pub graph_id: GraphId,
+    /// Immutable graph hash.
+    pub graph_hash: GraphHash,
+    /// Immutable start time.
+    pub started_at: Option<Timestamp>,
+    /// Stored status.
+    pub status: RunStatus,
+    /// Stored fence seq.
+    pub checkpoint_seq: u64,
+}
+
+impl StoredHead {
+    /// The head of a decoded run (for stores that hold the document anyway).
+    #[must_use]
+    pub fn of(run: &Run) -> Self {
+        StoredHead {
+            run_id: run.id.clone(),
+            graph_id: run.graph_id.clone(),
+            graph_hash: run.graph_hash.clone(),
+            started_at: run.started_at,
+            status: run.status,
+            checkpoint_seq: run.checkpoint_seq,
+        }
+    }
+}
+
+/// Compares the immutable identity of the proposal with the stored head.
 ///
 /// # Errors
 /// `InvalidTransition` when `id`, `graph_id`, `graph_hash` or `started_at` differ.
-pub fn check_identity(stored: &Run, proposed: &Run) -> Result<(), StoreError> {
-    if stored.id != proposed.id
+pub fn check_identity(stored: &StoredHead, proposed: &Run) -> Result<(), StoreError> {
+    if stored.run_id != proposed.id
         || stored.graph_id != proposed.graph_id
         || stored.graph_hash != proposed.graph_hash
         || stored.started_at != proposed.started_at
@@ -123,7 +164,7 @@ pub fn check_identity(stored: &Run, proposed: &Run) -> Result<(), StoreError> {
 ///
 /// # Errors
 /// `InvalidTransition` when the stored status cannot become the proposed one.
-pub fn check_status_change(stored: &Run, proposed: &Run) -> Result<(), StoreError> {
+pub fn check_status_change(stored: &StoredHead, proposed: &Run) -> Result<(), StoreError> {
     if stored.status.can_become(proposed.status) {
         Ok(())
     } else {
