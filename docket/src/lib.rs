@@ -31,6 +31,7 @@ pub mod client;
 pub mod connect;
 pub mod engine;
 pub mod error;
+pub mod examples;
 pub mod nodes;
 
 pub use client::{Docket, DocketBuilder, StartOptions, TestingMode};
