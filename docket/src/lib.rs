@@ -32,6 +32,7 @@ pub mod connect;
 pub mod engine;
 pub mod error;
 pub mod examples;
+pub mod history;
 pub mod nodes;
 
 pub use client::{Docket, DocketBuilder, StartOptions, TestingMode};

@@ -26,8 +26,18 @@ async fn every_bundled_example_reaches_its_expected_status() {
             .expect("start");
         let run = fx.drive(&run.id).await;
         let run = if example.needs_approval {
-            assert_eq!(run.status, RunStatus::Waiting, "{} waits for approval", example.id);
-            let interrupt = run.interrupts.keys().next().cloned().expect("one interrupt");
+            assert_eq!(
+                run.status,
+                RunStatus::Waiting,
+                "{} waits for approval",
+                example.id
+            );
+            let interrupt = run
+                .interrupts
+                .keys()
+                .next()
+                .cloned()
+                .expect("one interrupt");
             fx.docket
                 .resolve_interrupt(&run.id, &interrupt, json!(true))
                 .await
@@ -36,6 +46,10 @@ async fn every_bundled_example_reaches_its_expected_status() {
         } else {
             run
         };
-        assert_eq!(run.status, example.expected, "{} ends {:?}", example.id, example.expected);
+        assert_eq!(
+            run.status, example.expected,
+            "{} ends {:?}",
+            example.id, example.expected
+        );
     }
 }

@@ -30,7 +30,11 @@ pub struct Fx {
 }
 
 /// A builder with the fixture's clock, ids and jitter over `backend`.
-pub fn builder(backend: Arc<dyn Backend>, nodes: NodeRegistry, clock: &ManualClock) -> DocketBuilder {
+pub fn builder(
+    backend: Arc<dyn Backend>,
+    nodes: NodeRegistry,
+    clock: &ManualClock,
+) -> DocketBuilder {
     Docket::builder(backend, nodes)
         .clock(Arc::new(clock.clone()))
         .ids(Arc::new(SequentialIds::new()))
@@ -40,7 +44,11 @@ pub fn builder(backend: Arc<dyn Backend>, nodes: NodeRegistry, clock: &ManualClo
 impl Fx {
     /// Manual testing mode, std nodes, default configuration.
     pub fn manual() -> Self {
-        Self::with(TestingMode::Manual, docket::nodes::registry(), WorkerConfig::default())
+        Self::with(
+            TestingMode::Manual,
+            docket::nodes::registry(),
+            WorkerConfig::default(),
+        )
     }
 
     pub fn with(mode: TestingMode, nodes: NodeRegistry, config: WorkerConfig) -> Self {
