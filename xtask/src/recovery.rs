@@ -85,7 +85,7 @@ fn scenario(docket: &Path, dir: &Path) -> Result {
     for round in 1..=5 {
         let resolved = resolve_approvals(docket, &url)?;
         let started = Instant::now();
-        run_with_deadline(
+        let worker = run_with_deadline(
             Command::new(docket)
                 .args(["worker", "--backend", &url, "--until-idle"])
                 .args([
