@@ -220,6 +220,7 @@ impl Dispatcher {
 
     /// Starts a poll, or marks one pending if a poll is in flight.
     fn request(&self, state: &mut Loop, source: PollSource) {
+        self.stats.bump(Counter::PollRequest);
         if !state.poll.is_empty() {
             state.pending = true;
             return;

@@ -24,6 +24,7 @@ pub struct WorkerStats {
     vehicle_crashes: AtomicU64,
     released_unlaunched: AtomicU64,
     polls: AtomicU64,
+    poll_requests: AtomicU64,
     commit_latency: Mutex<Histogram<u64>>,
 }
 
@@ -42,6 +43,7 @@ impl Default for WorkerStats {
             vehicle_crashes: AtomicU64::new(0),
             released_unlaunched: AtomicU64::new(0),
             polls: AtomicU64::new(0),
+            poll_requests: AtomicU64::new(0),
             commit_latency: Mutex::new(new_histogram()),
         }
     }
@@ -79,6 +81,8 @@ pub struct StatsSnapshot {
     pub released_unlaunched: u64,
     /// Claim polls made.
     pub polls: u64,
+    /// Poll requests handled (started, coalesced or skipped for lack of demand).
+    pub poll_requests: u64,
 }
 
 impl std::ops::Add for StatsSnapshot {
@@ -98,6 +102,7 @@ impl std::ops::Add for StatsSnapshot {
             vehicle_crashes: self.vehicle_crashes + o.vehicle_crashes,
             released_unlaunched: self.released_unlaunched + o.released_unlaunched,
             polls: self.polls + o.polls,
+            poll_requests: self.poll_requests + o.poll_requests,
         }
     }
 }
@@ -116,6 +121,7 @@ pub(crate) enum Counter {
     VehicleCrash,
     ReleasedUnlaunched,
     Poll,
+    PollRequest,
 }
 
 impl WorkerStats {
@@ -142,6 +148,7 @@ impl WorkerStats {
             Counter::VehicleCrash => &self.vehicle_crashes,
             Counter::ReleasedUnlaunched => &self.released_unlaunched,
             Counter::Poll => &self.polls,
+            Counter::PollRequest => &self.poll_requests,
         };
         cell.fetch_add(n, Ordering::Relaxed);
     }
@@ -178,6 +185,7 @@ impl WorkerStats {
             vehicle_crashes: get(&self.vehicle_crashes),
             released_unlaunched: get(&self.released_unlaunched),
             polls: get(&self.polls),
+            poll_requests: get(&self.poll_requests),
         }
     }
 

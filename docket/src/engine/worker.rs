@@ -184,11 +184,17 @@ impl Worker {
         let _ = self.requests.send(());
     }
 
+    /// Starts a graceful shutdown without waiting for it: no poll starts after this returns,
+    /// and vehicles yield after their current moment. [`Worker::shutdown`] waits for the end.
+    pub fn begin_shutdown(&self) {
+        let _ = self.stop.send(true);
+    }
+
     /// Graceful shutdown: stop claiming, release the leases of an in-flight poll, let
     /// vehicles commit their current moment (continuing moments become yields), bounded by
     /// `drain_timeout_ms`; vehicles still running then are aborted and their claims expire.
     pub async fn shutdown(mut self) -> ShutdownReport {
-        let _ = self.stop.send(true);
+        self.begin_shutdown();
         let report = match self.dispatcher.take() {
             Some(handle) => handle.await.unwrap_or(ShutdownReport {
                 drained: false,

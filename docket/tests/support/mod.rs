@@ -152,6 +152,7 @@ pub struct Parts {
     pub monotonic: Option<Arc<dyn MonotonicClock>>,
     pub store: Option<Arc<Scripted>>,
     pub clock: Option<ManualClock>,
+    pub jitter: Option<Arc<dyn docket::engine::Jitter>>,
 }
 
 impl VFx {
@@ -169,6 +170,9 @@ impl VFx {
             .observer(observed.clone());
         if let Some(c) = parts.compiler {
             b = b.compiler(c);
+        }
+        if let Some(j) = parts.jitter {
+            b = b.jitter(j);
         }
         if let Some(m) = parts.monotonic {
             b = b.monotonic(m);
