@@ -32,7 +32,10 @@ async fn an_aborted_vehicle_leaves_its_claim_and_a_later_drain_recovers_the_run(
     let _ = task.await;
     let info = fx.info(&run.id).await;
     assert!(info.is_claimed(), "an aborted vehicle releases nothing");
-    assert!(fx.try_claim().await.is_none(), "a live claim is not stolen before its TTL");
+    assert!(
+        fx.try_claim().await.is_none(),
+        "a live claim is not stolen before its TTL"
+    );
     // Past the orphan TTL (strictly), the claim is stolen and the run finishes.
     fx.clock.advance_millis(60_001);
     let summary = fx.docket.drain_runs(10).await.expect("drain");
@@ -64,10 +67,16 @@ async fn a_killed_worker_is_recovered_by_another_on_sqlite() {
         .config(config)
         .build()
         .expect("facade");
-    let graph_ref = docket.save_graph_json(&sleepy(200).to_string()).await.expect("save");
+    let graph_ref = docket
+        .save_graph_json(&sleepy(200).to_string())
+        .await
+        .expect("save");
     let mut ids = Vec::new();
     for _ in 0..6 {
-        let run = docket.start_run(&graph_ref, ValueMap::new(), StartOptions::default()).await.expect("start");
+        let run = docket
+            .start_run(&graph_ref, ValueMap::new(), StartOptions::default())
+            .await
+            .expect("start");
         ids.push(run.id);
     }
     let victim = Worker::start(docket.engine());
@@ -75,14 +84,26 @@ async fn a_killed_worker_is_recovered_by_another_on_sqlite() {
     let held = victim.kill();
     assert!(!held.is_empty());
     let survivor_stats = Arc::new(WorkerStats::new());
-    let survivor = Worker::builder(docket.engine()).stats(survivor_stats.clone()).start();
+    let survivor = Worker::builder(docket.engine())
+        .stats(survivor_stats.clone())
+        .start();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let page = docket.list_runs(&RunQuery { limit: 100, ..RunQuery::default() }).await.expect("list");
+        let page = docket
+            .list_runs(&RunQuery {
+                limit: 100,
+                ..RunQuery::default()
+            })
+            .await
+            .expect("list");
         if page.runs.iter().all(|r| r.status.is_terminal()) {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "runs stuck: {:?}", page.runs);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "runs stuck: {:?}",
+            page.runs
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     survivor.shutdown().await;
@@ -90,7 +111,15 @@ async fn a_killed_worker_is_recovered_by_another_on_sqlite() {
         let run = docket.fetch_run(id).await.expect("run");
         assert_eq!(run.status, RunStatus::Done);
         let events = docket.all_events(id).await.expect("events");
-        assert_eq!(check_history(&run, &events), Vec::<String>::new(), "run {id}");
+        assert_eq!(
+            check_history(&run, &events),
+            Vec::<String>::new(),
+            "run {id}"
+        );
     }
-    assert!(survivor_stats.snapshot().recovered_steals >= 1, "{:?}", survivor_stats.snapshot());
+    assert!(
+        survivor_stats.snapshot().recovered_steals >= 1,
+        "{:?}",
+        survivor_stats.snapshot()
+    );
 }

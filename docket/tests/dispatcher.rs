@@ -98,7 +98,9 @@ async fn demand_is_concurrency_minus_live_vehicles() {
         fx.start(&steps(1)).await;
     }
     let held = Arc::new(Held::default());
-    let worker = Worker::builder(fx.docket.engine()).launcher(held.clone()).start();
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
     poll_until(LIMIT, || held.launched() == 2).await;
     assert_eq!(fx.store.claim_limits().first(), Some(&2));
     // Full: a requested poll is skipped (no claim call with demand 0).
@@ -107,7 +109,10 @@ async fn demand_is_concurrency_minus_live_vehicles() {
     held.gate.add_permits(1);
     poll_until(LIMIT, || held.launched() == 3).await;
     let limits = fx.store.claim_limits();
-    assert!(limits[1..].iter().all(|&l| l == 1), "after one exit the demand is one: {limits:?}");
+    assert!(
+        limits[1..].iter().all(|&l| l == 1),
+        "after one exit the demand is one: {limits:?}"
+    );
     assert!(Scripted::count(&fx.store.claims) > claims);
     assert_eq!(worker.live_claims().len(), 2);
     held.gate.add_permits(10);
@@ -130,7 +135,11 @@ async fn an_immediate_burst_becomes_one_in_flight_poll_plus_one_pending_poll() {
     gate.add_permits(10_000);
     fx.store.ungate_claims();
     poll_until(LIMIT, || worker.stats().snapshot().polls == 2).await;
-    assert_eq!(Scripted::count(&fx.store.claims), 2, "one follow-up poll for the burst");
+    assert_eq!(
+        Scripted::count(&fx.store.claims),
+        2,
+        "one follow-up poll for the burst"
+    );
     worker.shutdown().await;
 }
 
@@ -143,7 +152,10 @@ async fn a_hard_kill_drops_the_in_flight_claim_poll() {
         .start();
     poll_until(LIMIT, || Scripted::count(&fx.store.claims) == 1).await;
     worker.kill();
-    poll_until(LIMIT, || fx.store.dropped_claims.load(Ordering::SeqCst) == 1).await;
+    poll_until(LIMIT, || {
+        fx.store.dropped_claims.load(Ordering::SeqCst) == 1
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -162,7 +174,9 @@ async fn a_failed_poll_is_reported_and_the_dispatcher_keeps_polling() {
     fx.start(&steps(1)).await;
     fx.store.fail_next_claims(1);
     let held = Arc::new(Held::default());
-    let worker = Worker::builder(fx.docket.engine()).launcher(held.clone()).start();
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
     poll_until(LIMIT, || held.launched() == 1).await;
     assert!(worker.stats().snapshot().polls >= 2);
     held.gate.add_permits(10);
@@ -225,13 +239,19 @@ async fn shutdown_stops_demand_and_bounds_draining_without_releasing_an_active_v
     let fx = fx(1);
     fx.start(&steps(1)).await;
     let held = Arc::new(Held::default());
-    let worker = Worker::builder(fx.docket.engine()).launcher(held.clone()).start();
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
     poll_until(LIMIT, || held.launched() == 1).await;
     let report = worker.shutdown().await;
     assert!(!report.drained);
     assert_eq!(report.vehicles_remaining, 1);
     assert!(report.duration >= Duration::from_millis(200));
-    assert_eq!(Scripted::count(&fx.store.releases), 0, "its claim expires normally");
+    assert_eq!(
+        Scripted::count(&fx.store.releases),
+        0,
+        "its claim expires normally"
+    );
 }
 
 #[tokio::test]
@@ -240,7 +260,9 @@ async fn shutdown_releases_leases_returned_by_an_in_flight_poll_instead_of_launc
     let run = fx.start(&steps(1)).await;
     fx.store.gate_claims();
     let held = Arc::new(Held::default());
-    let worker = Worker::builder(fx.docket.engine()).launcher(held.clone()).start();
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
     poll_until(LIMIT, || Scripted::count(&fx.store.claims) == 1).await;
     worker.begin_shutdown();
     fx.store.ungate_claims();
@@ -265,7 +287,10 @@ async fn graceful_shutdown_lets_a_vehicle_commit_its_current_moment_as_a_yield()
     assert!(!info.is_claimed(), "the yield released the claim");
     assert!(info.wake_at.is_some());
     let last = fx.events(&run.id).await.pop().expect("events");
-    assert_eq!(last.metadata.get("park_reason").and_then(|v| v.as_str()), Some("drain_budget"));
+    assert_eq!(
+        last.metadata.get("park_reason").and_then(|v| v.as_str()),
+        Some("drain_budget")
+    );
 }
 
 #[tokio::test]
@@ -277,7 +302,9 @@ async fn a_vehicle_that_panics_is_accounted_for_and_demand_recovers() {
         panic_first: AtomicU32::new(1),
         ..Held::default()
     });
-    let worker = Worker::builder(fx.docket.engine()).launcher(held.clone()).start();
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
     // The panicking vehicle exits; its exit triggers a poll that launches the next lease.
     poll_until(LIMIT, || held.launched() == 2).await;
     held.gate.add_permits(10);
@@ -311,7 +338,10 @@ async fn demand_one_polls_alternate_the_preferred_class_and_errors_do_not_flip_i
         .map(|p| p.preference)
         .collect();
     use ClaimClass::{Expired, Ready};
-    assert_eq!(prefs, vec![Some(Ready), Some(Expired), Some(Ready), Some(Ready)]);
+    assert_eq!(
+        prefs,
+        vec![Some(Ready), Some(Expired), Some(Ready), Some(Ready)]
+    );
     worker.shutdown().await;
 }
 
@@ -334,6 +364,9 @@ async fn polls_above_demand_one_carry_the_preference_but_never_flip_it() {
         .iter()
         .map(|p| p.preference)
         .collect();
-    assert!(prefs.iter().all(|p| *p == Some(ClaimClass::Ready)), "{prefs:?}");
+    assert!(
+        prefs.iter().all(|p| *p == Some(ClaimClass::Ready)),
+        "{prefs:?}"
+    );
     worker.shutdown().await;
 }

@@ -60,16 +60,26 @@ async fn max_moments_bounds_consecutive_commits_and_yields_the_nth_continuing_mo
     let run = fx.start(&endless(Some(1_000))).await;
     let drained = fx.claim_and_drain().await;
     assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Immediate));
-    assert_eq!((drained.committed_moments, drained.budget), (4, Some(BudgetFired::MaxMoments)));
+    assert_eq!(
+        (drained.committed_moments, drained.budget),
+        (4, Some(BudgetFired::MaxMoments))
+    );
     let info = fx.info(&run.id).await;
     assert_eq!(info.run.checkpoint_seq, 5, "init + 4");
     let env = envelopes(&fx, &run.id).await;
     assert_eq!(yields(&env), 1);
     assert_eq!(
         env.last().cloned(),
-        Some(("step_committed".into(), "immediate".into(), "drain_budget".into()))
+        Some((
+            "step_committed".into(),
+            "immediate".into(),
+            "drain_budget".into()
+        ))
     );
-    assert!(!info.is_claimed() && info.wake_at.is_some(), "re-claimable at once");
+    assert!(
+        !info.is_claimed() && info.wake_at.is_some(),
+        "re-claimable at once"
+    );
     fx.claim_and_drain().await;
     assert_eq!(fx.info(&run.id).await.run.checkpoint_seq, 9);
 }
@@ -99,7 +109,10 @@ async fn the_elapsed_budget_yields_at_the_first_pre_commit_boundary_observing_ex
     fx.clock.set(fx.clock.now().add_millis(-60_000));
     let drained = fx.drain(lease).await.expect("drain");
     assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Immediate));
-    assert_eq!(drained.committed_moments, 2, "the second commit is the yield");
+    assert_eq!(
+        drained.committed_moments, 2,
+        "the second commit is the yield"
+    );
     assert_eq!(drained.budget, Some(BudgetFired::MaxElapsed));
     assert_eq!(drained.elapsed_ms, 1_500);
     assert_eq!(yields(&envelopes(&fx, &run.id).await), 1);
@@ -116,7 +129,10 @@ async fn count_and_elapsed_limits_firing_together_produce_one_yield() {
     );
     let run = fx.start(&endless(Some(1_000))).await;
     let drained = fx.claim_and_drain().await;
-    assert_eq!((drained.committed_moments, drained.budget), (1, Some(BudgetFired::Both)));
+    assert_eq!(
+        (drained.committed_moments, drained.budget),
+        (1, Some(BudgetFired::Both))
+    );
     assert_eq!(yields(&envelopes(&fx, &run.id).await), 1);
 }
 
@@ -136,7 +152,10 @@ async fn retry_and_external_wait_parks_win_at_the_exact_budget_boundary() {
     let fx = VFx::new(budget(Some(1), 3_000));
     let retry = fx.start(&flaky(1, 2, 500)).await;
     let drained = fx.claim_and_drain().await;
-    assert!(matches!(drained.outcome, DrainOutcome::Parked(ParkKind::At(_))));
+    assert!(matches!(
+        drained.outcome,
+        DrainOutcome::Parked(ParkKind::At(_))
+    ));
     assert_eq!(drained.budget, None);
     assert_eq!(yields(&envelopes(&fx, &retry.id).await), 0);
 
@@ -174,7 +193,10 @@ async fn cancellation_wins_over_the_drain_budget_as_fence_loss_never_a_yield() {
 
 #[tokio::test]
 async fn a_failed_yield_commit_reports_no_committed_yield() {
-    for failure in [StoreError::StaleCheckpoint, StoreError::EventConflict { seq: 3 }] {
+    for failure in [
+        StoreError::StaleCheckpoint,
+        StoreError::EventConflict { seq: 3 },
+    ] {
         let fx = VFx::new(budget(Some(1), 3_000));
         let run = fx.start(&endless(Some(1_000))).await;
         let before = fx.docket.fetch_run(&run.id).await.expect("run");

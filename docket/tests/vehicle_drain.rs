@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use docket::core::graph::{compile_effective, CompileError, CompileOptions, GraphDocument, RuntimeGraph};
+use docket::core::graph::{
+    compile_effective, CompileError, CompileOptions, GraphDocument, RuntimeGraph,
+};
 use docket::core::model::{CheckpointType, ClaimToken, Clock, RunId, RunStatus};
 use docket::core::node::NodeRegistry;
 use docket::core::runtime::ParkKind;
@@ -30,7 +32,10 @@ async fn drains_a_multi_step_run_to_done_with_one_checkpoint_event_per_commit() 
     assert_eq!(output.get("f3"), Some(&json!(3)));
     let seqs = fx.checkpoint_seqs(&run.id).await;
     assert_eq!(seqs, (1..=info.run.checkpoint_seq).collect::<Vec<_>>());
-    assert_eq!(drained.committed_moments as u64, info.run.checkpoint_seq - 1);
+    assert_eq!(
+        drained.committed_moments as u64,
+        info.run.checkpoint_seq - 1
+    );
     assert!(!info.is_claimed() && info.wake_at.is_none());
 }
 
@@ -81,7 +86,10 @@ async fn retry_parking_commits_retry_scheduled_schedules_the_wake_and_exits_with
     let run = fx.start(&flaky(2, 3, 0)).await;
     let drained = fx.claim_and_drain().await;
     let deadline = fx.clock.now();
-    assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::At(deadline)));
+    assert_eq!(
+        drained.outcome,
+        DrainOutcome::Parked(ParkKind::At(deadline))
+    );
     let info = fx.info(&run.id).await;
     assert_eq!(info.run.status, RunStatus::Running);
     assert_eq!(info.run.active_tasks.len(), 1);
@@ -89,7 +97,10 @@ async fn retry_parking_commits_retry_scheduled_schedules_the_wake_and_exits_with
     assert_eq!(info.wake_at, Some(deadline));
     assert!(!info.is_claimed());
     // Re-claimed at the deadline: the second attempt fails again, the third completes.
-    assert!(matches!(fx.claim_and_drain().await.outcome, DrainOutcome::Parked(ParkKind::At(_))));
+    assert!(matches!(
+        fx.claim_and_drain().await.outcome,
+        DrainOutcome::Parked(ParkKind::At(_))
+    ));
     assert_eq!(
         fx.claim_and_drain().await.outcome,
         DrainOutcome::Parked(ParkKind::Terminal)
@@ -109,7 +120,10 @@ async fn fence_lost_between_claim_and_fetch_stops_without_commit() {
     assert_eq!(drained.outcome, DrainOutcome::FenceLost);
     assert_eq!(drained.committed_moments, 0);
     assert_eq!(fx.docket.fetch_run(&run.id).await.expect("run"), cancelled);
-    assert!(fx.observed.seen().is_empty(), "nothing was committed by the vehicle");
+    assert!(
+        fx.observed.seen().is_empty(),
+        "nothing was committed by the vehicle"
+    );
     assert_eq!(fx.stats.snapshot().fence_losses, 1);
 }
 
@@ -144,7 +158,12 @@ async fn one_compilation_per_drain_even_across_many_committed_moments() {
     fx.start(&steps(5)).await;
     compiler.compiles.store(0, Ordering::SeqCst);
     let lease = fx.claim().await;
-    let drained = fx.vehicle().without_cache().drain(lease).await.expect("drain");
+    let drained = fx
+        .vehicle()
+        .without_cache()
+        .drain(lease)
+        .await
+        .expect("drain");
     assert!(drained.committed_moments >= 5);
     assert_eq!(compiler.compiles.load(Ordering::SeqCst), 1);
 }
@@ -165,7 +184,11 @@ async fn the_graph_cache_eliminates_compilation_on_the_next_drain_of_the_same_ve
     fx.claim_and_drain().await;
     fx.claim_and_drain().await;
     assert_eq!(compiler.compiles.load(Ordering::SeqCst), 1);
-    assert_eq!(Scripted::count(&fx.store.graph_fetches), 1 + 2, "two starts, one vehicle fetch");
+    assert_eq!(
+        Scripted::count(&fx.store.graph_fetches),
+        1 + 2,
+        "two starts, one vehicle fetch"
+    );
 }
 
 #[tokio::test]
@@ -189,9 +212,10 @@ async fn a_rejected_claimed_commit_is_a_claim_invariant_violation_and_keeps_the_
     let fx = VFx::new(WorkerConfig::default());
     let run = fx.start(&steps(2)).await;
     let before = fx.docket.fetch_run(&run.id).await.expect("run");
-    fx.store.script_commits([CommitScript::Fail(StoreError::invalid_transition(
-        "identity mismatch",
-    ))]);
+    fx.store
+        .script_commits([CommitScript::Fail(StoreError::invalid_transition(
+            "identity mismatch",
+        ))]);
     let lease = fx.claim().await;
     let err = fx.drain(lease).await.expect_err("rejected");
     assert!(
@@ -214,7 +238,11 @@ async fn an_ambiguous_commit_that_landed_is_resolved_by_rereading_and_the_drain_
     let info = fx.info(&run.id).await;
     assert_eq!(info.run.status, RunStatus::Done);
     let seqs = fx.checkpoint_seqs(&run.id).await;
-    assert_eq!(seqs, (1..=info.run.checkpoint_seq).collect::<Vec<_>>(), "no moment twice");
+    assert_eq!(
+        seqs,
+        (1..=info.run.checkpoint_seq).collect::<Vec<_>>(),
+        "no moment twice"
+    );
     assert_eq!(fx.stats.snapshot().ambiguous_resolved, 1);
 }
 
@@ -233,7 +261,11 @@ async fn an_ambiguous_commit_that_did_not_land_is_discarded_and_the_claim_releas
     assert_eq!(info.run, before);
     assert!(!info.is_claimed());
     assert_eq!(info.wake_at, Some(fx.clock.now()));
-    assert_eq!(Scripted::count(&fx.store.claimed_commits), 1, "never retried blindly");
+    assert_eq!(
+        Scripted::count(&fx.store.claimed_commits),
+        1,
+        "never retried blindly"
+    );
     // A later healthy drain completes the run.
     assert_eq!(
         fx.claim_and_drain().await.outcome,
@@ -248,6 +280,12 @@ async fn a_lease_with_a_stale_token_cannot_commit_and_does_not_disturb_the_holde
     let mut lease = fx.claim().await;
     lease.claim_token = ClaimToken::mint();
     let drained = fx.drain(lease).await.expect("drain");
-    assert!(matches!(drained.outcome, DrainOutcome::Discarded(StoreError::StaleCheckpoint)));
-    assert!(fx.info(&run.id).await.is_claimed(), "the real holder keeps its claim");
+    assert!(matches!(
+        drained.outcome,
+        DrainOutcome::Discarded(StoreError::StaleCheckpoint)
+    ));
+    assert!(
+        fx.info(&run.id).await.is_claimed(),
+        "the real holder keeps its claim"
+    );
 }

@@ -4,7 +4,9 @@ mod support;
 
 use std::sync::Arc;
 
-use docket::core::graph::{compile_effective, CompileError, CompileOptions, Diagnostic, GraphDocument, RuntimeGraph};
+use docket::core::graph::{
+    compile_effective, CompileError, CompileOptions, Diagnostic, GraphDocument, RuntimeGraph,
+};
 use docket::core::model::{Clock, GraphHash, PoisonReason, RunStatus};
 use docket::core::node::NodeRegistry;
 use docket::core::runtime::{ErrorKind, ParkKind};
@@ -22,14 +24,21 @@ async fn commit_fence_loss_mid_drain_discards_the_moment_and_releases_the_claim(
     fx.observed.wait_for(1).await;
     fx.observed.clear();
     let before = fx.docket.fetch_run(&run.id).await.expect("run");
-    fx.store.script_commits([CommitScript::Fail(StoreError::StaleCheckpoint)]);
+    fx.store
+        .script_commits([CommitScript::Fail(StoreError::StaleCheckpoint)]);
     let drained = fx.claim_and_drain().await;
-    assert!(matches!(drained.outcome, DrainOutcome::Discarded(StoreError::StaleCheckpoint)));
+    assert!(matches!(
+        drained.outcome,
+        DrainOutcome::Discarded(StoreError::StaleCheckpoint)
+    ));
     let info = fx.info(&run.id).await;
     assert_eq!(info.run, before, "run unchanged");
     assert!(!info.is_claimed(), "claim cleared");
     assert_eq!(info.wake_at, Some(fx.clock.now()), "wake set");
-    assert!(fx.observed.seen().is_empty(), "no observers for a discarded moment");
+    assert!(
+        fx.observed.seen().is_empty(),
+        "no observers for a discarded moment"
+    );
     assert_eq!(fx.stats.snapshot().fence_losses, 1);
 }
 
@@ -40,9 +49,13 @@ async fn an_event_append_failure_rolls_back_the_commit_and_releases() {
     fx.observed.wait_for(1).await;
     fx.observed.clear();
     let before = fx.docket.fetch_run(&run.id).await.expect("run");
-    fx.store.script_commits([CommitScript::Fail(StoreError::EventConflict { seq: 9 })]);
+    fx.store
+        .script_commits([CommitScript::Fail(StoreError::EventConflict { seq: 9 })]);
     let drained = fx.claim_and_drain().await;
-    assert!(matches!(drained.outcome, DrainOutcome::Discarded(StoreError::EventConflict { .. })));
+    assert!(matches!(
+        drained.outcome,
+        DrainOutcome::Discarded(StoreError::EventConflict { .. })
+    ));
     let info = fx.info(&run.id).await;
     assert_eq!(info.run, before);
     assert!(!info.is_claimed());
@@ -67,7 +80,11 @@ impl GraphCompiler for Broken {
     ) -> Result<RuntimeGraph, CompileError> {
         match self {
             Broken::Fails => Err(CompileError {
-                diagnostics: vec![Diagnostic::error("node_module_not_loaded", "/nodes/s1", "gone")],
+                diagnostics: vec![Diagnostic::error(
+                    "node_module_not_loaded",
+                    "/nodes/s1",
+                    "gone",
+                )],
             }),
             Broken::OtherHash => compile_effective(doc, nodes, options).map(|c| {
                 let mut rtg = c.runtime;
@@ -81,7 +98,13 @@ impl GraphCompiler for Broken {
 #[tokio::test]
 async fn a_compilation_failure_abandons_then_poisons_past_max_claim_abandons() {
     let store = Scripted::new();
-    let healthy = VFx::with(WorkerConfig::default(), Parts { store: Some(store.clone()), ..Parts::default() });
+    let healthy = VFx::with(
+        WorkerConfig::default(),
+        Parts {
+            store: Some(store.clone()),
+            ..Parts::default()
+        },
+    );
     let run = healthy.start(&steps(1)).await;
     let config = WorkerConfig {
         max_claim_abandons: 1,
@@ -107,7 +130,11 @@ async fn a_compilation_failure_abandons_then_poisons_past_max_claim_abandons() {
     ));
     let info = fx.info(&run.id).await;
     assert_eq!((info.claim_abandons, info.claim_attempts), (1, 0));
-    assert_eq!(info.wake_at, Some(now.add_millis(30_000)), "now + base, jitter 0");
+    assert_eq!(
+        info.wake_at,
+        Some(now.add_millis(30_000)),
+        "now + base, jitter 0"
+    );
     fx.clock.advance_millis(30_000);
     let drained = fx.claim_and_drain().await;
     assert!(matches!(
@@ -118,7 +145,10 @@ async fn a_compilation_failure_abandons_then_poisons_past_max_claim_abandons() {
         }
     ));
     let info = fx.info(&run.id).await;
-    assert_eq!(info.poison.map(|p| p.reason), Some(PoisonReason::MaxClaimAbandonsExceeded));
+    assert_eq!(
+        info.poison.map(|p| p.reason),
+        Some(PoisonReason::MaxClaimAbandonsExceeded)
+    );
     assert!(info.wake_at.is_none() && !info.is_claimed());
     assert_eq!(fx.stats.snapshot().poisons, 1);
 }
@@ -126,7 +156,13 @@ async fn a_compilation_failure_abandons_then_poisons_past_max_claim_abandons() {
 #[tokio::test]
 async fn an_effective_identity_mismatch_abandons() {
     let store = Scripted::new();
-    let healthy = VFx::with(WorkerConfig::default(), Parts { store: Some(store.clone()), ..Parts::default() });
+    let healthy = VFx::with(
+        WorkerConfig::default(),
+        Parts {
+            store: Some(store.clone()),
+            ..Parts::default()
+        },
+    );
     healthy.start(&steps(1)).await;
     let fx = VFx::with(
         WorkerConfig::default(),
@@ -162,7 +198,10 @@ async fn a_deferred_hand_back_when_the_active_superstep_has_no_due_attempt() {
     lease.claimed_at = early;
     fx.clock.set(early);
     let drained = fx.drain(lease).await.expect("drain");
-    assert_eq!(drained.outcome, DrainOutcome::Deferred(AbandonOutcome::Rescheduled));
+    assert_eq!(
+        drained.outcome,
+        DrainOutcome::Deferred(AbandonOutcome::Rescheduled)
+    );
     let info = fx.info(&run.id).await;
     assert_eq!(info.wake_at, Some(deadline));
     assert_eq!(info.claim_abandons, 1);
@@ -178,7 +217,13 @@ async fn host_timeout_incompatibility_reschedules_with_exponential_pushback_and_
         max_claim_abandons: 2,
         ..WorkerConfig::default()
     };
-    let fx = VFx::with(incompatible, Parts { store: Some(store.clone()), ..Parts::default() });
+    let fx = VFx::with(
+        incompatible,
+        Parts {
+            store: Some(store.clone()),
+            ..Parts::default()
+        },
+    );
     let run = fx.start(&timed(101)).await;
     for (abandons, backoff) in [(1, 100), (2, 200), (3, 300), (4, 300)] {
         let now = fx.clock.now();
@@ -209,5 +254,8 @@ async fn host_timeout_incompatibility_reschedules_with_exponential_pushback_and_
     assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Terminal));
     let info = compatible.info(&run.id).await;
     assert_eq!(info.run.status, RunStatus::Done);
-    assert_eq!(info.claim_abandons, 0, "committed progress resets the abandon count");
+    assert_eq!(
+        info.claim_abandons, 0,
+        "committed progress resets the abandon count"
+    );
 }

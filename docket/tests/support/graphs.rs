@@ -13,7 +13,10 @@ pub fn steps(n: usize) -> Value {
         let id = format!("s{i}");
         fields.insert(format!("f{i}"), json!({"schema": {"type": "integer"}}));
         outputs.insert(format!("f{i}"), json!({}));
-        nodes.insert(id.clone(), json!({"implementation": "std.set", "config": {"values": {format!("f{i}"): i}}}));
+        nodes.insert(
+            id.clone(),
+            json!({"implementation": "std.set", "config": {"values": {format!("f{i}"): i}}}),
+        );
         edges.insert(format!("e{i}"), json!({"from": prev, "to": id}));
         prev = id;
     }

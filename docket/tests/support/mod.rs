@@ -106,7 +106,10 @@ pub struct Recorder(pub Mutex<Vec<CheckpointType>>);
 #[async_trait]
 impl CheckpointObserver for Recorder {
     async fn observe(&self, checkpoint: &Checkpoint) -> Result<(), ObserverError> {
-        self.0.lock().expect("lock").push(checkpoint.checkpoint_type);
+        self.0
+            .lock()
+            .expect("lock")
+            .push(checkpoint.checkpoint_type);
         Ok(())
     }
 }
@@ -131,7 +134,10 @@ impl Recorder {
 pub async fn poll_until(limit: Duration, mut check: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + limit;
     while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "condition not reached within {limit:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not reached within {limit:?}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -162,7 +168,7 @@ impl VFx {
 
     pub fn with(config: WorkerConfig, parts: Parts) -> Self {
         let clock = parts.clock.unwrap_or_else(|| ManualClock::new(at(0)));
-        let store = parts.store.unwrap_or_else(Scripted::new);
+        let store = parts.store.unwrap_or_default();
         let observed = Arc::new(Recorder::default());
         let mut b = builder(store.clone(), docket::nodes::registry(), &clock)
             .config(config)
@@ -235,7 +241,9 @@ impl VFx {
     /// Claims and drains one run.
     pub async fn claim_and_drain(&self) -> Drained {
         let lease = self.claim().await;
-        self.drain(lease).await.expect("the drain ends without error")
+        self.drain(lease)
+            .await
+            .expect("the drain ends without error")
     }
 
     pub async fn info(&self, run_id: &RunId) -> RunInfo {

@@ -124,7 +124,9 @@ impl RunStore for Scripted {
             Some(CommitScript::Fail(error)) => Err(error),
             Some(CommitScript::ApplyThenAmbiguous) => {
                 self.inner.commit_claimed(scope, proposal, events).await?;
-                Err(StoreError::ambiguous(Message("connection lost after COMMIT".into())))
+                Err(StoreError::ambiguous(Message(
+                    "connection lost after COMMIT".into(),
+                )))
             }
             Some(CommitScript::AmbiguousNotApplied) => Err(StoreError::ambiguous(Message(
                 "connection lost before COMMIT".into(),
@@ -171,7 +173,9 @@ impl RunStore for Scripted {
             .is_ok();
         guard.1 = true;
         if fail {
-            return Err(StoreError::retryable(Message("injected claim failure".into())));
+            return Err(StoreError::retryable(Message(
+                "injected claim failure".into(),
+            )));
         }
         self.inner.claim_due(policy).await
     }
@@ -213,7 +217,12 @@ impl RunStore for Scripted {
         self.inner.retry_poisoned_run(scope, run_id, now).await
     }
 
-    async fn fetch_event(&self, scope: &Scope, run_id: &RunId, seq: u64) -> Result<Event, StoreError> {
+    async fn fetch_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<Event, StoreError> {
         self.inner.fetch_event(scope, run_id, seq).await
     }
 
