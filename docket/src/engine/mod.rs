@@ -75,6 +75,14 @@ pub(crate) struct EngineInner {
     pub(crate) lifecycle: Lifecycle,
 }
 
+impl EngineInner {
+    pub(crate) fn compile_options(&self) -> CompileOptions {
+        CompileOptions {
+            max_supersteps: self.config.max_supersteps,
+        }
+    }
+}
+
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engine")
@@ -145,9 +153,7 @@ impl Engine {
     /// The compile options graphs are compiled with (the host `max_supersteps`).
     #[must_use]
     pub fn compile_options(&self) -> CompileOptions {
-        CompileOptions {
-            max_supersteps: self.inner.config.max_supersteps,
-        }
+        self.inner.compile_options()
     }
 
     /// The shared graph cache.

@@ -69,7 +69,7 @@ impl Drain<'_> {
         let compiled = self
             .e
             .compiler
-            .compile(&doc, &self.e.nodes, self.compile_options());
+            .compile(&doc, &self.e.nodes, self.e.compile_options());
         let rtg = match compiled {
             Ok(rtg) => rtg,
             Err(error) => {
@@ -102,12 +102,6 @@ impl Drain<'_> {
                 .put_compiled(&self.lease.owner, &graph_ref, rtg);
         }
         Ok(load)
-    }
-
-    fn compile_options(&self) -> docket_core::graph::CompileOptions {
-        docket_core::graph::CompileOptions {
-            max_supersteps: self.e.config.max_supersteps,
-        }
     }
 
     /// The host policy check runs on every claim (it depends on this host, not the graph).
