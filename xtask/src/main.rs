@@ -3,6 +3,11 @@
 //! * `cargo xtask ci` — fmt check, clippy `-D warnings`, every test of every crate against the
 //!   local PostgreSQL and Redis (started if installed but down; a missing server fails the run).
 //! * `cargo xtask services` — make sure PostgreSQL and Redis answer, starting them if needed.
+//! * `cargo xtask recovery` — the crash-recovery check: SIGKILL `docket demo` mid-run, then
+//!   `docket worker --until-idle` on the same SQLite file must finish every run with a sound
+//!   history (also run by `ci`).
+
+mod recovery;
 
 use std::env;
 use std::net::{SocketAddr, TcpStream};
@@ -14,8 +19,9 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("services") => services(),
+        Some("recovery") => recovery::run(),
         _ => {
-            eprintln!("usage: cargo xtask <ci|services>");
+            eprintln!("usage: cargo xtask <ci|services|recovery>");
             return ExitCode::from(2);
         }
     };
@@ -30,7 +36,7 @@ fn main() -> ExitCode {
 
 type Result<T = ()> = std::result::Result<T, String>;
 
-fn cargo(args: &[&str]) -> Result {
+pub(crate) fn cargo(args: &[&str]) -> Result {
     step(&format!("cargo {}", args.join(" ")));
     let status = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
@@ -43,7 +49,7 @@ fn cargo(args: &[&str]) -> Result {
     }
 }
 
-fn step(what: &str) {
+pub(crate) fn step(what: &str) {
     eprintln!("\n==> {what}");
 }
 
@@ -61,6 +67,7 @@ fn ci() -> Result {
     ])?;
     services()?;
     cargo(&["test", "--workspace", "--all-features"])?;
+    recovery::run()?;
     eprintln!("\nxtask ci: all green in {:.0?}", started.elapsed());
     Ok(())
 }

@@ -1,0 +1,378 @@
+//! `docket graph|run|events|interrupt`: administration over any backend.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use docket::core::model::{
+    EventType, GraphHash, GraphId, GraphRef, GraphVersionQuery, RunId, RunQuery, RunStatus,
+    RunSummary, MAX_PAGE_LIMIT,
+};
+use docket::examples::EXAMPLES;
+use docket::{Docket, DocketError, StartOptions};
+
+use super::{json, verify, CliResult, Format};
+
+#[derive(Debug, Subcommand)]
+pub enum GraphCommand {
+    /// Compile and publish a JSON graph document; prints `graph_id@graph_hash`.
+    Publish {
+        /// The JSON file.
+        file: PathBuf,
+    },
+    /// List versions of graphs (default: the bundled example ids and every id with runs).
+    List {
+        /// Graph ids to list.
+        ids: Vec<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunCommand {
+    /// Start a run of the newest (or a given) version of a graph; prints the run id.
+    Start {
+        /// The graph id.
+        graph_id: String,
+        /// A specific version (default: the newest).
+        #[arg(long)]
+        hash: Option<String>,
+        /// Run input as a JSON object.
+        #[arg(long, default_value = "{}")]
+        input: String,
+        /// The run id (default: generated).
+        #[arg(long)]
+        run_id: Option<String>,
+    },
+    /// Show a run with its operational state and open interrupts.
+    Show {
+        /// The run id.
+        run_id: String,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// List runs, newest first.
+    List {
+        /// Only these statuses (repeatable): running, waiting, done, failed, cancelled.
+        #[arg(long)]
+        status: Vec<String>,
+        /// Only runs of this graph id.
+        #[arg(long)]
+        graph: Option<String>,
+        /// Most runs to print.
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Cancel a running or waiting run.
+    Cancel {
+        /// The run id.
+        run_id: String,
+    },
+    /// Recover a poisoned run.
+    Retry {
+        /// The run id.
+        run_id: String,
+    },
+    /// Check every run's history: checkpoint seqs 1..n exactly once, event seqs contiguous;
+    /// exits 1 on any violation.
+    Verify {
+        /// Also require every run to be terminal.
+        #[arg(long)]
+        expect_terminal: bool,
+        #[command(flatten)]
+        format: Format,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// The run id.
+    run_id: String,
+    #[command(flatten)]
+    format: Format,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InterruptCommand {
+    /// Resolve open interrupt ID of RUN with VALUE (JSON; anything else is a string).
+    Resolve {
+        /// The run id.
+        run_id: String,
+        /// The interrupt id.
+        interrupt_id: String,
+        /// The value, e.g. `true`, `42`, `{"ok": true}` or `text`.
+        value: String,
+    },
+}
+
+fn run_id(raw: &str) -> Result<RunId, DocketError> {
+    RunId::new(raw).map_err(|e| DocketError::InvalidOptions(e.to_string()))
+}
+
+fn graph_id(raw: &str) -> Result<GraphId, DocketError> {
+    GraphId::new(raw).map_err(|e| DocketError::InvalidOptions(e.to_string()))
+}
+
+fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    );
+}
+
+pub async fn graph(docket: &Docket, cmd: GraphCommand) -> CliResult {
+    match cmd {
+        GraphCommand::Publish { file } => {
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                DocketError::InvalidOptions(format!("cannot read {}: {e}", file.display()))
+            })?;
+            let graph_ref = docket.save_graph_json(&text).await?;
+            println!("{}@{}", graph_ref.graph_id, graph_ref.graph_hash);
+        }
+        GraphCommand::List { ids, format } => {
+            let ids = if ids.is_empty() {
+                default_graph_ids(docket).await?
+            } else {
+                ids
+            };
+            let mut rows = Vec::new();
+            for id in ids {
+                let page = docket
+                    .list_graph_versions(
+                        &graph_id(&id)?,
+                        &GraphVersionQuery {
+                            limit: MAX_PAGE_LIMIT,
+                            before: None,
+                        },
+                    )
+                    .await?;
+                for v in page.versions {
+                    rows.push(serde_json::json!({
+                        "graph_id": v.graph_ref.graph_id.as_str(),
+                        "graph_hash": v.graph_ref.graph_hash.as_str(),
+                        "published_at": v.published_at.to_rfc3339(),
+                    }));
+                }
+            }
+            if format.json {
+                print_json(&Value::Array(rows));
+            } else {
+                for r in rows {
+                    println!(
+                        "{}@{}  {}",
+                        r["graph_id"].as_str().unwrap_or(""),
+                        r["graph_hash"].as_str().unwrap_or(""),
+                        r["published_at"].as_str().unwrap_or("")
+                    );
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The bundled example ids plus every graph id some run uses (the stores have no "list graph
+/// ids" operation; graphs are addressed by id).
+async fn default_graph_ids(docket: &Docket) -> Result<Vec<String>, DocketError> {
+    let mut ids: Vec<String> = EXAMPLES.iter().map(|e| e.id.to_owned()).collect();
+    for s in all_runs(docket, RunQuery::default(), MAX_PAGE_LIMIT as usize).await? {
+        ids.push(s.graph_id.into_string());
+    }
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
+}
+
+/// Pages through runs matching `query`, newest first, at most `limit`.
+pub async fn all_runs(
+    docket: &Docket,
+    mut query: RunQuery,
+    limit: usize,
+) -> Result<Vec<RunSummary>, DocketError> {
+    let mut out = Vec::new();
+    query.limit = MAX_PAGE_LIMIT;
+    loop {
+        let page = docket.list_runs(&query).await?;
+        out.extend(page.runs);
+        if !page.has_more || out.len() >= limit {
+            out.truncate(limit);
+            return Ok(out);
+        }
+        query.before = page.next_before;
+    }
+}
+
+pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
+    match cmd {
+        RunCommand::Start {
+            graph_id: id,
+            hash,
+            input,
+            run_id: explicit,
+        } => {
+            let graph_id = graph_id(&id)?;
+            let graph_ref = match hash {
+                Some(h) => GraphRef {
+                    graph_id,
+                    graph_hash: GraphHash::new(h)
+                        .map_err(|e| DocketError::InvalidOptions(e.to_string()))?,
+                },
+                None => docket.fetch_latest_graph_ref(&graph_id).await?,
+            };
+            let input = match serde_json::from_str::<Value>(&input) {
+                Ok(Value::Object(map)) => map,
+                _ => {
+                    return Err(DocketError::InvalidOptions(
+                        "--input must be a JSON object".into(),
+                    ))
+                }
+            };
+            let options = StartOptions {
+                run_id: explicit.as_deref().map(run_id).transpose()?,
+                ..StartOptions::default()
+            };
+            let run = docket.start_run(&graph_ref, input, options).await?;
+            println!("{}", run.id);
+        }
+        RunCommand::Show { run_id: id, format } => {
+            let info = docket.inspect_run(&run_id(&id)?).await?;
+            if format.json {
+                print_json(&json::run_info(&info));
+            } else {
+                let run = &info.run;
+                println!("run        {}", run.id);
+                println!("graph      {}@{}", run.graph_id, run.graph_hash);
+                println!("status     {}", run.status);
+                println!("step       {}", run.step);
+                println!("checkpoint {}", run.checkpoint_seq);
+                println!(
+                    "claim      attempts {}, abandons {}",
+                    info.claim_attempts, info.claim_abandons
+                );
+                if let Some(p) = info.poison {
+                    println!("poisoned   {} ({})", p.poisoned_at, p.reason.as_str());
+                }
+                let open = json::open_interrupts(&info);
+                if !open.is_empty() {
+                    println!("waiting on {}", open.join(", "));
+                }
+                if let Some(output) = &run.output {
+                    println!("output     {}", Value::Object(output.clone()));
+                }
+                if let Some(failure) = &run.failure {
+                    println!("failure    {}: {}", failure.code, failure.message);
+                }
+            }
+        }
+        RunCommand::List {
+            status,
+            graph,
+            limit,
+            format,
+        } => {
+            let statuses = status
+                .iter()
+                .map(|s| {
+                    RunStatus::parse(s)
+                        .ok_or_else(|| DocketError::InvalidOptions(format!("unknown status {s:?}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let query = RunQuery {
+                statuses: (!statuses.is_empty()).then_some(statuses),
+                graph_id: graph.as_deref().map(graph_id).transpose()?,
+                ..RunQuery::default()
+            };
+            let runs = all_runs(docket, query, limit).await?;
+            if format.json {
+                print_json(&Value::Array(runs.iter().map(json::summary).collect()));
+            } else {
+                for s in runs {
+                    println!(
+                        "{}  {:<9}  {}  step {}  seq {}",
+                        s.id,
+                        s.status.as_str(),
+                        s.graph_id,
+                        s.step,
+                        s.checkpoint_seq
+                    );
+                }
+            }
+        }
+        RunCommand::Cancel { run_id: id } => {
+            let run = docket.cancel_run(&run_id(&id)?).await?;
+            println!("{} {}", run.id, run.status);
+        }
+        RunCommand::Retry { run_id: id } => {
+            let run = docket.retry_poisoned_run(&run_id(&id)?).await?;
+            println!("{} {}", run.id, run.status);
+        }
+        RunCommand::Verify {
+            expect_terminal,
+            format,
+        } => {
+            return verify::run(docket, expect_terminal, format.json).await;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn events(docket: &Docket, args: EventsArgs) -> CliResult {
+    let events = docket.all_events(&run_id(&args.run_id)?).await?;
+    if args.format.json {
+        print_json(&serde_json::to_value(&events).unwrap_or(Value::Null));
+    } else {
+        for e in events {
+            let detail = match e.event_type {
+                EventType::CheckpointCommitted => format!(
+                    "checkpoint {} {} ({})",
+                    e.metadata
+                        .get("checkpoint_seq")
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                    e.metadata
+                        .get("checkpoint_type")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                    e.metadata
+                        .get("wake_disposition")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                ),
+                _ => [e.node_id.as_deref(), e.channel_id.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            };
+            println!(
+                "{:>4}  step {:<3} {:<22} {detail}",
+                e.seq,
+                e.step,
+                e.event_type.as_str()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn interrupt(docket: &Docket, cmd: InterruptCommand) -> CliResult {
+    match cmd {
+        InterruptCommand::Resolve {
+            run_id: id,
+            interrupt_id,
+            value,
+        } => {
+            let value = serde_json::from_str::<Value>(&value).unwrap_or(Value::String(value));
+            let run = docket
+                .resolve_interrupt(&run_id(&id)?, &interrupt_id, value)
+                .await?;
+            println!("{} {}", run.id, run.status);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

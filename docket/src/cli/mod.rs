@@ -1,0 +1,91 @@
+//! Command-line definitions (clap derive) and dispatch.
+
+mod admin;
+mod demo;
+mod json;
+mod verify;
+mod worker;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use docket::connect::DEFAULT_URL;
+use docket::{Docket, DocketError};
+
+/// Durable, graph-shaped workflow runs with pluggable storage.
+#[derive(Debug, Parser)]
+#[command(name = "docket", version, about)]
+pub struct Cli {
+    /// Backend URL: sqlite://PATH, memory://, postgres://… or redis://… [default: sqlite://docket.db;
+    /// for `demo`: sqlite://docket-demo.db]
+    #[arg(long, global = true, env = "DOCKET_BACKEND")]
+    backend: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Publish the bundled example graphs, run them on an in-process worker pool, crash and
+    /// recover a worker, resolve approvals, and print a summary (the main job).
+    Demo(demo::DemoArgs),
+    /// Run a worker pool until Ctrl-C (or, with --until-idle, until nothing is due).
+    Worker(worker::WorkerArgs),
+    /// Publish and list graphs.
+    #[command(subcommand)]
+    Graph(admin::GraphCommand),
+    /// Start, inspect, cancel, retry and verify runs.
+    #[command(subcommand)]
+    Run(admin::RunCommand),
+    /// Print the events of a run.
+    Events(admin::EventsArgs),
+    /// Resolve interrupts.
+    #[command(subcommand)]
+    Interrupt(admin::InterruptCommand),
+    /// Create or upgrade the backend's schema.
+    Migrate,
+}
+
+/// Options shared by commands that print data.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct Format {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// An error to print, with the process exit status already decided.
+pub type CliResult = Result<ExitCode, DocketError>;
+
+/// Runs one parsed command line.
+///
+/// # Errors
+/// Whatever the command fails with (printed by `main`).
+pub async fn run(cli: Cli) -> CliResult {
+    let url = cli.backend.clone();
+    match cli.command {
+        Command::Demo(args) => {
+            demo::run(url.as_deref().unwrap_or(demo::DEFAULT_DEMO_URL), args).await
+        }
+        Command::Worker(args) => worker::run(&backend_url(url.as_deref()), args).await,
+        Command::Graph(cmd) => admin::graph(&connect(url.as_deref()).await?, cmd).await,
+        Command::Run(cmd) => admin::run_command(&connect(url.as_deref()).await?, cmd).await,
+        Command::Events(args) => admin::events(&connect(url.as_deref()).await?, args).await,
+        Command::Interrupt(cmd) => admin::interrupt(&connect(url.as_deref()).await?, cmd).await,
+        Command::Migrate => {
+            let url = backend_url(url.as_deref());
+            connect(Some(&url)).await?;
+            println!("{url}: schema is current");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn backend_url(url: Option<&str>) -> String {
+    url.unwrap_or(DEFAULT_URL).to_owned()
+}
+
+async fn connect(url: Option<&str>) -> Result<Docket, DocketError> {
+    Docket::connect(&backend_url(url)).await
+}

@@ -1,0 +1,131 @@
+//! `docket worker`: a worker pool until Ctrl-C, or until nothing is due (`--until-idle`).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use docket::engine::{idle_state, DrainBudget, PrunerConfig, StatsSnapshot, Worker, WorkerConfig};
+use docket::{Docket, DocketError};
+
+use super::CliResult;
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Workers (dispatchers) in this process.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Vehicles per worker.
+    #[arg(long, default_value_t = 10)]
+    concurrency: usize,
+    /// Milliseconds between scheduled claim polls.
+    #[arg(long, default_value_t = 1_000)]
+    poll_interval_ms: u64,
+    /// A claim older than this may be stolen (must exceed --drain-max-elapsed-ms).
+    #[arg(long, default_value_t = 60_000)]
+    orphan_ttl_ms: u64,
+    /// Most moments per drain.
+    #[arg(long, default_value_t = 100)]
+    drain_max_moments: u32,
+    /// Milliseconds after which a drain yields (must be below --orphan-ttl-ms).
+    #[arg(long, default_value_t = 3_000)]
+    drain_max_elapsed_ms: u64,
+    /// Host ceiling of one node attempt (must not exceed --drain-max-elapsed-ms).
+    #[arg(long, default_value_t = 2_000)]
+    max_attempt_elapsed_ms: u64,
+    /// Delete events and terminal runs older than this many hours (no pruning by default).
+    #[arg(long)]
+    prune_after_hours: Option<u64>,
+    /// Exit once no run is due, claimed or scheduled (waiting runs do not count).
+    #[arg(long)]
+    until_idle: bool,
+    /// Milliseconds between idle checks with --until-idle.
+    #[arg(long, default_value_t = 250)]
+    idle_check_ms: u64,
+}
+
+impl WorkerArgs {
+    fn config(&self) -> WorkerConfig {
+        WorkerConfig {
+            concurrency: self.concurrency,
+            poll_interval_ms: self.poll_interval_ms,
+            orphan_ttl_ms: self.orphan_ttl_ms,
+            max_attempt_elapsed_ms: self.max_attempt_elapsed_ms,
+            drain_budget: DrainBudget {
+                max_moments: Some(self.drain_max_moments),
+                max_elapsed_ms: self.drain_max_elapsed_ms,
+            },
+            pruner: self.prune_after_hours.map(|hours| {
+                let ms = hours.saturating_mul(3_600_000);
+                PrunerConfig {
+                    interval_ms: 60_000,
+                    event_retention_ms: ms,
+                    run_retention_ms: ms,
+                    batch_size: 500,
+                }
+            }),
+            ..WorkerConfig::default()
+        }
+    }
+}
+
+pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
+    if args.workers == 0 {
+        return Err(DocketError::InvalidOptions(
+            "--workers must be positive".into(),
+        ));
+    }
+    // Validate before touching the store: a misconfigured worker is refused at start-up.
+    let config = args.config();
+    config.validate()?;
+    let backend = docket::connect_backend(url).await?;
+    let docket = Docket::builder(backend, docket::nodes::registry())
+        .config(config)
+        .build()?;
+    let workers: Vec<Worker> = (0..args.workers).map(|_| docket.start_worker()).collect();
+    eprintln!(
+        "docket worker: {} worker(s) × {} vehicles on {url}{}",
+        args.workers,
+        args.concurrency,
+        if args.until_idle {
+            " (until idle)"
+        } else {
+            "; Ctrl-C to stop"
+        }
+    );
+    if args.until_idle {
+        let check = Duration::from_millis(args.idle_check_ms.max(1));
+        loop {
+            tokio::time::sleep(check).await;
+            let state =
+                idle_state(docket.backend().as_ref(), docket.engine().clock().as_ref()).await?;
+            if state.is_idle() {
+                eprintln!(
+                    "docket worker: idle ({} waiting for a signal, {} poisoned)",
+                    state.waiting, state.poisoned
+                );
+                break;
+            }
+        }
+    } else if let Err(e) = tokio::signal::ctrl_c().await {
+        return Err(DocketError::InvalidOptions(format!(
+            "cannot listen for Ctrl-C: {e}"
+        )));
+    }
+    let mut total = StatsSnapshot::default();
+    for worker in workers {
+        let stats = std::sync::Arc::clone(worker.stats());
+        worker.shutdown().await;
+        total = total + stats.snapshot();
+    }
+    eprintln!(
+        "docket worker: committed {} moments, {} fenced, {} discarded, {} abandoned, {} poisoned, {} recovered from stopped holders",
+        total.moments_committed,
+        total.fence_losses,
+        total.discards,
+        total.abandons,
+        total.poisons,
+        total.recovered_steals
+    );
+    Ok(ExitCode::SUCCESS)
+}

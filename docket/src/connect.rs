@@ -1,0 +1,130 @@
+//! Backend URLs: `sqlite://path` (default `sqlite://docket.db`), `memory://`,
+//! `postgres://…`, `redis://…`.
+
+use std::sync::Arc;
+
+use docket_core::memory::MemoryStore;
+use docket_core::store::Backend;
+
+use crate::error::DocketError;
+
+/// The default backend URL of the CLI and of [`crate::Docket::connect`] with no URL.
+pub const DEFAULT_URL: &str = "sqlite://docket.db";
+
+/// A parsed backend URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackendUrl {
+    /// `sqlite://PATH[?options]` (the whole URL is kept for the SQLite parser).
+    Sqlite(String),
+    /// `memory://`: a fresh in-memory store (lost at exit).
+    Memory,
+    /// `postgres://` or `postgresql://`.
+    Postgres(String),
+    /// `redis://` or `rediss://`.
+    Redis(String),
+}
+
+impl BackendUrl {
+    /// Parses `url` by scheme.
+    ///
+    /// # Errors
+    /// [`DocketError::UnsupportedBackend`] for an unknown scheme.
+    pub fn parse(url: &str) -> Result<Self, DocketError> {
+        let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        match scheme.as_deref() {
+            Some("sqlite") => Ok(BackendUrl::Sqlite(url.to_owned())),
+            Some("memory") => Ok(BackendUrl::Memory),
+            Some("postgres" | "postgresql") => Ok(BackendUrl::Postgres(url.to_owned())),
+            Some("redis" | "rediss") => Ok(BackendUrl::Redis(url.to_owned())),
+            _ => Err(DocketError::UnsupportedBackend {
+                url: url.to_owned(),
+                reason: "expected sqlite://PATH, memory://, postgres://… or redis://…".into(),
+            }),
+        }
+    }
+
+    /// The scheme as written in the canonical form.
+    #[must_use]
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            BackendUrl::Sqlite(_) => "sqlite",
+            BackendUrl::Memory => "memory",
+            BackendUrl::Postgres(_) => "postgres",
+            BackendUrl::Redis(_) => "redis",
+        }
+    }
+}
+
+/// Opens the backend named by `url`.
+///
+/// # Errors
+/// [`DocketError::UnsupportedBackend`] for an unknown scheme;
+/// [`DocketError::BackendFeatureDisabled`] naming the cargo feature when the backend is
+/// compiled out; [`DocketError::BackendNotWired`] for a backend crate that is compiled in but
+/// not yet wired; store errors from opening.
+pub async fn connect_backend(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    match BackendUrl::parse(url)? {
+        BackendUrl::Memory => Ok(Arc::new(MemoryStore::new())),
+        BackendUrl::Sqlite(url) => sqlite(&url).await,
+        BackendUrl::Postgres(_) => not_available("postgres", cfg!(feature = "postgres")),
+        BackendUrl::Redis(_) => not_available("redis", cfg!(feature = "redis")),
+    }
+}
+
+#[cfg(feature = "sqlite")]
+async fn sqlite(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    let store = docket_sqlite::SqliteStore::connect(url).await?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "sqlite"))]
+async fn sqlite(_url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    not_available("sqlite", false)
+}
+
+fn not_available(feature: &'static str, compiled: bool) -> Result<Arc<dyn Backend>, DocketError> {
+    if compiled {
+        Err(DocketError::BackendNotWired {
+            scheme: feature.to_owned(),
+            feature,
+        })
+    } else {
+        Err(DocketError::BackendFeatureDisabled {
+            scheme: feature.to_owned(),
+            feature,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_parse() {
+        assert_eq!(
+            BackendUrl::parse("memory://").ok(),
+            Some(BackendUrl::Memory)
+        );
+        assert!(matches!(
+            BackendUrl::parse("postgresql://x/y"),
+            Ok(BackendUrl::Postgres(_))
+        ));
+        assert!(matches!(
+            BackendUrl::parse("mysql://x"),
+            Err(DocketError::UnsupportedBackend { .. })
+        ));
+        assert!(BackendUrl::parse("docket.db").is_err());
+    }
+
+    #[tokio::test]
+    async fn postgres_and_redis_name_their_feature() {
+        for (url, feature) in [
+            ("postgres://localhost/db", "postgres"),
+            ("redis://127.0.0.1", "redis"),
+        ] {
+            let err = connect_backend(url).await.expect_err("not wired");
+            assert!(err.to_string().contains(&format!("`{feature}`")), "{err}");
+        }
+    }
+}

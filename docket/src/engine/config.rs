@@ -1,0 +1,267 @@
+//! Worker configuration (spec §7.2 defaults) and its start-up validation (spec §7.1).
+//!
+//! Every limit is checked once, before a worker starts or a vehicle drains anything, so a
+//! misconfigured host fails at boot with a message naming the offending options instead of
+//! failing per claim (or, worse, letting healthy vehicles be stolen because the drain budget
+//! outlives the orphan TTL).
+
+use std::fmt;
+
+use docket_core::model::ValueMap;
+
+/// How much one vehicle may do before it yields its claim (spec §7.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrainBudget {
+    /// Most commits per drain (`None` = unbounded); the last one is the yield.
+    pub max_moments: Option<u32>,
+    /// Milliseconds after which the next continuing moment yields. Always finite: it bounds
+    /// how long a healthy vehicle holds a claim, which must stay below the orphan TTL.
+    pub max_elapsed_ms: u64,
+}
+
+impl Default for DrainBudget {
+    fn default() -> Self {
+        DrainBudget {
+            max_moments: Some(100),
+            max_elapsed_ms: 3_000,
+        }
+    }
+}
+
+/// Periodic retention (spec §7.7). There is no implicit retention: a worker prunes only when
+/// this is configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrunerConfig {
+    /// Milliseconds between passes (the first runs at start).
+    pub interval_ms: u64,
+    /// Events older than this are deleted, whatever their run's status.
+    pub event_retention_ms: u64,
+    /// Terminal runs last updated before this are deleted with their events.
+    pub run_retention_ms: u64,
+    /// Most rows per category per pass.
+    pub batch_size: u32,
+}
+
+/// Everything a worker (dispatcher, vehicles, pruner) is configured with.
+///
+/// `WorkerConfig::default()` holds the defaults of spec §7.2.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerConfig {
+    /// Most vehicles alive at once. Default 10.
+    pub concurrency: usize,
+    /// Milliseconds between scheduled polls (each jittered within `1..=interval`). Default 1 s.
+    pub poll_interval_ms: u64,
+    /// A claim older than this (strictly) may be stolen by another worker. Default 60 s.
+    pub orphan_ttl_ms: u64,
+    /// Launches allowed without committed progress before a run is poisoned. Default 5.
+    pub max_claim_attempts: u32,
+    /// How long a graceful shutdown waits for vehicles and an in-flight poll. Default 30 s.
+    pub drain_timeout_ms: u64,
+    /// Host ceiling of one node attempt (and of explicit node timeouts). Default 2 s.
+    pub max_attempt_elapsed_ms: u64,
+    /// Host bound on supersteps for graphs without a `max_supersteps` policy. Default none.
+    pub max_supersteps: Option<u64>,
+    /// Per-drain budget. Default 100 moments / 3 s.
+    pub drain_budget: DrainBudget,
+    /// Base delay of an abandoned claim's wake. Default 30 s.
+    pub abandon_backoff_ms: u64,
+    /// Cap of the exponential host-incompatibility backoff. Default 1 h.
+    pub abandon_backoff_cap_ms: u64,
+    /// Poisoning hand-backs allowed before the next one poisons. Default 5.
+    pub max_claim_abandons: u32,
+    /// Cache compiled graphs per owner scope and graph version. Default on.
+    pub graph_cache: bool,
+    /// How long a recorded graph incompatibility is trusted before the graph is fetched and
+    /// compiled again. Default 30 s.
+    pub incompatible_ttl_ms: u64,
+    /// Periodic pruning; `None` (the default) prunes nothing.
+    pub pruner: Option<PrunerConfig>,
+    /// Host application context handed to every node attempt.
+    pub context: ValueMap,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            concurrency: 10,
+            poll_interval_ms: 1_000,
+            orphan_ttl_ms: 60_000,
+            max_claim_attempts: 5,
+            drain_timeout_ms: 30_000,
+            max_attempt_elapsed_ms: 2_000,
+            max_supersteps: None,
+            drain_budget: DrainBudget::default(),
+            abandon_backoff_ms: 30_000,
+            abandon_backoff_cap_ms: 3_600_000,
+            max_claim_abandons: 5,
+            graph_cache: true,
+            incompatible_ttl_ms: 30_000,
+            pruner: None,
+            context: ValueMap::new(),
+        }
+    }
+}
+
+/// One violated rule, naming the options involved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// The options involved, e.g. `["drain_budget.max_elapsed_ms", "orphan_ttl_ms"]`.
+    pub options: Vec<&'static str>,
+    /// What is wrong, with the values found.
+    pub message: String,
+}
+
+/// A worker configuration that must not start.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid worker configuration: {}", render(.problems))]
+pub struct ConfigError {
+    /// Every violated rule (never empty).
+    pub problems: Vec<ConfigProblem>,
+}
+
+fn render(problems: &[ConfigProblem]) -> String {
+    problems
+        .iter()
+        .map(|p| p.message.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl ConfigError {
+    /// Whether some problem names `option`.
+    #[must_use]
+    pub fn names(&self, option: &str) -> bool {
+        self.problems.iter().any(|p| p.options.contains(&option))
+    }
+}
+
+struct Problems(Vec<ConfigProblem>);
+
+impl Problems {
+    fn push(&mut self, options: &[&'static str], message: impl fmt::Display) {
+        self.0.push(ConfigProblem {
+            options: options.to_vec(),
+            message: message.to_string(),
+        });
+    }
+
+    fn positive(&mut self, option: &'static str, value: u64) {
+        if value == 0 {
+            self.push(&[option], format!("{option} must be positive, got 0"));
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// Checks every rule of spec §7.1: positive limits, `max_attempt_elapsed_ms ≤
+    /// drain_budget.max_elapsed_ms < orphan_ttl_ms`, `abandon_backoff_cap_ms ≥
+    /// abandon_backoff_ms > 0`, and a consistent pruner policy.
+    ///
+    /// # Errors
+    /// [`ConfigError`] listing every problem; each message names the options involved.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut p = Problems(Vec::new());
+        p.positive("concurrency", self.concurrency as u64);
+        p.positive("poll_interval_ms", self.poll_interval_ms);
+        p.positive("orphan_ttl_ms", self.orphan_ttl_ms);
+        p.positive("max_claim_attempts", u64::from(self.max_claim_attempts));
+        p.positive("max_attempt_elapsed_ms", self.max_attempt_elapsed_ms);
+        p.positive(
+            "drain_budget.max_elapsed_ms",
+            self.drain_budget.max_elapsed_ms,
+        );
+        p.positive("max_claim_abandons", u64::from(self.max_claim_abandons));
+        p.positive("abandon_backoff_ms", self.abandon_backoff_ms);
+        p.positive("incompatible_ttl_ms", self.incompatible_ttl_ms);
+        if self.drain_budget.max_moments == Some(0) {
+            p.push(
+                &["drain_budget.max_moments"],
+                "drain_budget.max_moments must be positive (or unbounded), got 0",
+            );
+        }
+        if self.max_supersteps == Some(0) {
+            p.push(
+                &["max_supersteps"],
+                "max_supersteps must be positive (or unbounded), got 0",
+            );
+        }
+        let elapsed = self.drain_budget.max_elapsed_ms;
+        if self.max_attempt_elapsed_ms > elapsed {
+            p.push(
+                &["max_attempt_elapsed_ms", "drain_budget.max_elapsed_ms"],
+                format!(
+                    "max_attempt_elapsed_ms ({}) must not exceed drain_budget.max_elapsed_ms ({elapsed}): one attempt must fit in a drain",
+                    self.max_attempt_elapsed_ms
+                ),
+            );
+        }
+        if elapsed >= self.orphan_ttl_ms {
+            p.push(
+                &["drain_budget.max_elapsed_ms", "orphan_ttl_ms"],
+                format!(
+                    "drain_budget.max_elapsed_ms ({elapsed}) must be below orphan_ttl_ms ({}): a healthy vehicle would otherwise be stolen mid-drain",
+                    self.orphan_ttl_ms
+                ),
+            );
+        }
+        if self.abandon_backoff_cap_ms < self.abandon_backoff_ms {
+            p.push(
+                &["abandon_backoff_cap_ms", "abandon_backoff_ms"],
+                format!(
+                    "abandon_backoff_cap_ms ({}) must be at least abandon_backoff_ms ({})",
+                    self.abandon_backoff_cap_ms, self.abandon_backoff_ms
+                ),
+            );
+        }
+        if let Some(pruner) = &self.pruner {
+            p.positive("pruner.interval_ms", pruner.interval_ms);
+            p.positive("pruner.batch_size", u64::from(pruner.batch_size));
+            if pruner.event_retention_ms > pruner.run_retention_ms {
+                p.push(
+                    &["pruner.event_retention_ms", "pruner.run_retention_ms"],
+                    format!(
+                        "pruner.event_retention_ms ({}) must not exceed pruner.run_retention_ms ({})",
+                        pruner.event_retention_ms, pruner.run_retention_ms
+                    ),
+                );
+            }
+        }
+        if p.0.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError { problems: p.0 })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(WorkerConfig::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn zero_limits_are_named() {
+        let config = WorkerConfig {
+            concurrency: 0,
+            poll_interval_ms: 0,
+            drain_budget: DrainBudget {
+                max_moments: Some(0),
+                max_elapsed_ms: 3_000,
+            },
+            ..WorkerConfig::default()
+        };
+        let err = config.validate().expect_err("zeros are refused");
+        for option in [
+            "concurrency",
+            "poll_interval_ms",
+            "drain_budget.max_moments",
+        ] {
+            assert!(err.names(option), "{option} is named in {err}");
+            assert!(err.to_string().contains(option));
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Step 4 of a drain: the fenced commit, and the resolution of an ambiguous one.
+
+use std::time::Instant;
+
+use docket_core::model::{Event, Run};
+use docket_core::runtime::{Disposition, Moment};
+use docket_core::store::StoreError;
+
+use super::Drain;
+use crate::engine::outcome::{DrainOutcome, VehicleError};
+use crate::engine::stats::Counter;
+
+/// What became of a proposed moment.
+pub(super) enum Commit {
+    /// Durable: continue from `run` or stop on the park.
+    Committed {
+        /// The committed run.
+        run: Box<Run>,
+        /// The committed disposition.
+        disposition: Disposition,
+    },
+    /// Not committed; the claim was released.
+    NotCommitted(DrainOutcome),
+}
+
+impl Drain<'_> {
+    pub(super) async fn commit(
+        &mut self,
+        moment: Moment,
+        expected_seq: u64,
+    ) -> Result<Commit, VehicleError> {
+        let disposition = moment.disposition;
+        let checkpoint = moment.events.last().cloned();
+        let started = Instant::now();
+        let result = self
+            .e
+            .lifecycle
+            .commit_moment(
+                self.e.backend.as_ref(),
+                &self.scope,
+                moment,
+                expected_seq,
+                &self.lease.claim_token,
+                self.e.clock.now(),
+            )
+            .await;
+        let error = match result {
+            Ok(committed) => {
+                self.stats().committed(Some(started.elapsed()));
+                return Ok(Commit::Committed {
+                    run: Box::new(committed.run),
+                    disposition,
+                });
+            }
+            Err(error) => match error.as_store() {
+                Some(store) => store.clone(),
+                None => StoreError::invalid_transition(error.to_string()),
+            },
+        };
+        match error {
+            // The store says the proposal itself is wrong for a run we hold: never discard
+            // silently; stop and let the claim expire.
+            StoreError::InvalidTransition { .. } | StoreError::NotFound => {
+                Err(self.invariant(format!("the store rejected the claimed commit: {error}")))
+            }
+            StoreError::StaleCheckpoint => {
+                self.stats().bump(Counter::FenceLoss);
+                tracing::info!(stage = "commit", expected_seq, "docket.claim.fence_lost");
+                Ok(Commit::NotCommitted(
+                    self.release(DrainOutcome::Discarded(error)).await?,
+                ))
+            }
+            StoreError::Ambiguous { .. } => {
+                self.resolve_ambiguous(expected_seq, checkpoint, disposition, error)
+                    .await
+            }
+            other => self.discard(other).await,
+        }
+    }
+
+    async fn discard(&self, error: StoreError) -> Result<Commit, VehicleError> {
+        self.stats().bump(Counter::Discard);
+        tracing::info!(stage = "commit", reason = ?error.kind(), "docket.vehicle.discard");
+        Ok(Commit::NotCommitted(
+            self.release(DrainOutcome::Discarded(error)).await?,
+        ))
+    }
+
+    /// The commit was sent but its acknowledgement was lost. Re-read: it committed iff the
+    /// run is exactly one checkpoint past `expected_seq` *and* the stored checkpoint event is
+    /// the one proposed (a concurrent signal would also advance the seq). Never retried
+    /// blindly: a retry of a landed commit would be a stale-fence loss at best.
+    async fn resolve_ambiguous(
+        &self,
+        expected_seq: u64,
+        checkpoint: Option<Event>,
+        disposition: Disposition,
+        error: StoreError,
+    ) -> Result<Commit, VehicleError> {
+        let landed = match (&checkpoint, self.reread(expected_seq).await) {
+            (Some(proposed), Some(run)) => {
+                match self
+                    .e
+                    .backend
+                    .fetch_event(&self.scope, &self.lease.run_id, proposed.seq)
+                    .await
+                {
+                    Ok(stored) if &stored == proposed => Some(run),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match landed {
+            Some(run) => {
+                self.stats().bump(Counter::AmbiguousResolved);
+                self.stats().committed(None);
+                tracing::info!(
+                    result = "committed",
+                    expected_seq,
+                    "docket.vehicle.ambiguous"
+                );
+                Ok(Commit::Committed {
+                    run: Box::new(run),
+                    disposition,
+                })
+            }
+            None => {
+                tracing::info!(
+                    result = "not_committed",
+                    expected_seq,
+                    "docket.vehicle.ambiguous"
+                );
+                self.discard(error).await
+            }
+        }
+    }
+
+    async fn reread(&self, expected_seq: u64) -> Option<Run> {
+        match self
+            .e
+            .backend
+            .fetch_run(&self.scope, &self.lease.run_id)
+            .await
+        {
+            Ok(run) if run.checkpoint_seq == expected_seq + 1 => Some(run),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! [`Worker`]: one dispatcher (with its vehicles) and an optional pruner on the current tokio
+//! runtime, with graceful shutdown and a hard kill (for crash demonstrations and tests).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use docket_core::model::RunId;
+use docket_core::store::{ClaimLease, PoisonedClaim};
+
+use super::admission::AdmissionPhase;
+use super::dispatcher::{Dispatcher, Launcher, Settings, Shared, VehicleLauncher};
+use super::stats::WorkerStats;
+use super::vehicle::Vehicle;
+use super::{pruner, Engine};
+
+/// How a graceful shutdown ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Every vehicle finished before the drain timeout.
+    pub drained: bool,
+    /// Vehicles still running at the deadline (aborted; their claims expire).
+    pub vehicles_remaining: usize,
+    /// How long the shutdown took.
+    pub duration: Duration,
+}
+
+/// A running worker. Dropping it without [`Worker::shutdown`] kills it (like [`Worker::kill`]).
+pub struct Worker {
+    stop: watch::Sender<bool>,
+    requests: mpsc::UnboundedSender<()>,
+    dispatcher: Option<JoinHandle<ShutdownReport>>,
+    pruner: Option<JoinHandle<()>>,
+    stats: Arc<WorkerStats>,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Worker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker")
+            .field("live_claims", &self.shared.live_runs().len())
+            .field("stats", &self.stats.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Worker`] with optional hooks or a custom launcher.
+pub struct WorkerBuilder {
+    engine: Engine,
+    stats: Arc<WorkerStats>,
+    launcher: Option<Arc<dyn Launcher>>,
+    on_poisoned: Option<super::dispatcher::PoisonHook>,
+    on_lease: Option<super::dispatcher::LeaseHook>,
+}
+
+impl fmt::Debug for WorkerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerBuilder").finish_non_exhaustive()
+    }
+}
+
+impl WorkerBuilder {
+    /// Records into `stats` instead of fresh counters.
+    #[must_use]
+    pub fn stats(mut self, stats: Arc<WorkerStats>) -> Self {
+        self.stats = stats;
+        self
+    }
+
+    /// Replaces the vehicle launcher (tests of the dispatcher alone).
+    #[must_use]
+    pub fn launcher(mut self, launcher: Arc<dyn Launcher>) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
+    /// Observes poisoned candidates of every poll (observe only; must not block).
+    #[must_use]
+    pub fn on_poisoned(mut self, hook: impl Fn(&[PoisonedClaim]) + Send + Sync + 'static) -> Self {
+        self.on_poisoned = Some(Arc::new(hook));
+        self
+    }
+
+    /// Observes every launched lease (observe only; must not block).
+    #[must_use]
+    pub fn on_lease(mut self, hook: impl Fn(&ClaimLease) + Send + Sync + 'static) -> Self {
+        self.on_lease = Some(Arc::new(hook));
+        self
+    }
+
+    /// Starts the dispatcher (and the pruner, if configured) on the current tokio runtime.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime (as `tokio::spawn` does).
+    #[must_use]
+    pub fn start(self) -> Worker {
+        let e = self.engine.inner();
+        let config = &e.config;
+        let (stop, stop_rx) = watch::channel(false);
+        let (requests, requests_rx) = mpsc::unbounded_channel();
+        let launcher = self.launcher.unwrap_or_else(|| {
+            Arc::new(VehicleLauncher::new(
+                Vehicle::new(&self.engine, Arc::clone(&self.stats)).with_stop(stop_rx.clone()),
+            ))
+        });
+        let shared = Arc::new(Shared::default());
+        let dispatcher = Dispatcher {
+            backend: Arc::clone(&e.backend),
+            clock: Arc::clone(&e.clock),
+            jitter: Arc::clone(&e.jitter),
+            settings: Settings {
+                concurrency: config.concurrency,
+                poll_interval_ms: config.poll_interval_ms,
+                orphan_ttl_ms: config.orphan_ttl_ms,
+                max_claim_attempts: config.max_claim_attempts,
+                drain_timeout_ms: config.drain_timeout_ms,
+            },
+            admission: Arc::new(AdmissionPhase::new()),
+            launcher,
+            stats: Arc::clone(&self.stats),
+            shared: Arc::clone(&shared),
+            on_poisoned: self.on_poisoned,
+            on_lease: self.on_lease,
+        };
+        let pruner = config.pruner.map(|p| {
+            tokio::spawn(pruner::run(
+                Arc::clone(&e.backend),
+                Arc::clone(&e.clock),
+                p,
+                stop_rx.clone(),
+            ))
+        });
+        let dispatcher = tokio::spawn(dispatcher.run(stop_rx, requests_rx));
+        Worker {
+            stop,
+            requests,
+            dispatcher: Some(dispatcher),
+            pruner,
+            stats: self.stats,
+            shared,
+        }
+    }
+}
+
+impl Worker {
+    /// Starts a worker of `engine` with fresh counters.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    #[must_use]
+    pub fn start(engine: &Engine) -> Worker {
+        Worker::builder(engine).start()
+    }
+
+    /// A builder for a worker of `engine`.
+    #[must_use]
+    pub fn builder(engine: &Engine) -> WorkerBuilder {
+        WorkerBuilder {
+            engine: engine.clone(),
+            stats: Arc::new(WorkerStats::new()),
+            launcher: None,
+            on_poisoned: None,
+            on_lease: None,
+        }
+    }
+
+    /// This worker's counters.
+    #[must_use]
+    pub fn stats(&self) -> &Arc<WorkerStats> {
+        &self.stats
+    }
+
+    /// Runs whose claims this worker's live vehicles hold, sorted.
+    #[must_use]
+    pub fn live_claims(&self) -> Vec<RunId> {
+        self.shared.live_runs()
+    }
+
+    /// Asks for a claim poll now (coalesced with one in flight).
+    pub fn request_poll(&self) {
+        let _ = self.requests.send(());
+    }
+
+    /// Starts a graceful shutdown without waiting for it: no poll starts after this returns,
+    /// and vehicles yield after their current moment. [`Worker::shutdown`] waits for the end.
+    pub fn begin_shutdown(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// Graceful shutdown: stop claiming, release the leases of an in-flight poll, let
+    /// vehicles commit their current moment (continuing moments become yields), bounded by
+    /// `drain_timeout_ms`; vehicles still running then are aborted and their claims expire.
+    pub async fn shutdown(mut self) -> ShutdownReport {
+        self.begin_shutdown();
+        let report = match self.dispatcher.take() {
+            Some(handle) => handle.await.unwrap_or(ShutdownReport {
+                drained: false,
+                vehicles_remaining: 0,
+                duration: Duration::ZERO,
+            }),
+            None => ShutdownReport {
+                drained: true,
+                vehicles_remaining: 0,
+                duration: Duration::ZERO,
+            },
+        };
+        if let Some(pruner) = self.pruner.take() {
+            let _ = pruner.await;
+        }
+        report
+    }
+
+    /// Kills the worker as a crash would: every task (dispatcher, claim poll, vehicles and
+    /// their node work, pruner) is aborted mid-flight and nothing is released. Returns the
+    /// runs whose claims it held; they are recovered by claim expiry.
+    pub fn kill(mut self) -> Vec<RunId> {
+        let held = self.shared.live_runs();
+        self.abort();
+        held
+    }
+
+    fn abort(&mut self) {
+        if let Some(handle) = self.dispatcher.take() {
+            handle.abort();
+        }
+        if let Some(handle) = self.pruner.take() {
+            handle.abort();
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}

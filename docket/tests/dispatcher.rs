@@ -1,0 +1,372 @@
+//! The dispatcher (spec §9.7 141–151): demand, coalescing, launch failures, poison
+//! observation, shutdown, preference alternation.
+
+mod support;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::sync::Semaphore;
+
+use docket::core::model::{RunId, RunStatus};
+use docket::core::store::{ClaimClass, ClaimLease, PoisonedClaim, RunStore};
+use docket::engine::{Jitter, LaunchError, Launcher, Worker, WorkerConfig};
+
+use support::graphs::{endless, steps};
+use support::scripted::Scripted;
+use support::{poll_until, Parts, VFx};
+
+/// The timer always waits the full interval (no jittered early polls during a test).
+#[derive(Debug)]
+struct FullInterval;
+
+impl Jitter for FullInterval {
+    fn jitter(&self, n: u64) -> u64 {
+        n
+    }
+}
+
+/// Launches "vehicles" that end only when a permit is added (or panic / fail on request).
+#[derive(Debug)]
+struct Held {
+    gate: Arc<Semaphore>,
+    launched: Mutex<Vec<RunId>>,
+    fail: bool,
+    panic_first: AtomicU32,
+}
+
+impl Default for Held {
+    fn default() -> Self {
+        Held {
+            gate: Arc::new(Semaphore::new(0)),
+            launched: Mutex::default(),
+            fail: false,
+            panic_first: AtomicU32::new(0),
+        }
+    }
+}
+
+impl Held {
+    fn launched(&self) -> usize {
+        self.launched.lock().expect("lock").len()
+    }
+}
+
+impl Launcher for Held {
+    fn launch(&self, lease: ClaimLease) -> Result<BoxFuture<'static, ()>, LaunchError> {
+        if self.fail {
+            return Err(LaunchError("no room".into()));
+        }
+        self.launched.lock().expect("lock").push(lease.run_id);
+        let panic = self
+            .panic_first
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        let gate = Arc::clone(&self.gate);
+        Ok(Box::pin(async move {
+            assert!(!panic, "a vehicle that panics");
+            if let Ok(permit) = gate.acquire().await {
+                permit.forget();
+            }
+        }))
+    }
+}
+
+fn fx(concurrency: usize) -> VFx {
+    VFx::with(
+        WorkerConfig {
+            concurrency,
+            poll_interval_ms: 60_000,
+            drain_timeout_ms: 200,
+            ..WorkerConfig::default()
+        },
+        Parts {
+            jitter: Some(Arc::new(FullInterval)),
+            ..Parts::default()
+        },
+    )
+}
+
+const LIMIT: Duration = Duration::from_secs(5);
+
+#[tokio::test]
+async fn demand_is_concurrency_minus_live_vehicles() {
+    let fx = fx(2);
+    for _ in 0..3 {
+        fx.start(&steps(1)).await;
+    }
+    let held = Arc::new(Held::default());
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
+    poll_until(LIMIT, || held.launched() == 2).await;
+    assert_eq!(fx.store.claim_limits().first(), Some(&2));
+    // Full: a requested poll is skipped (no claim call with demand 0).
+    let claims = Scripted::count(&fx.store.claims);
+    worker.request_poll();
+    held.gate.add_permits(1);
+    poll_until(LIMIT, || held.launched() == 3).await;
+    let limits = fx.store.claim_limits();
+    assert!(
+        limits[1..].iter().all(|&l| l == 1),
+        "after one exit the demand is one: {limits:?}"
+    );
+    assert!(Scripted::count(&fx.store.claims) > claims);
+    assert_eq!(worker.live_claims().len(), 2);
+    held.gate.add_permits(10);
+    worker.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_immediate_burst_becomes_one_in_flight_poll_plus_one_pending_poll() {
+    let fx = fx(2);
+    let gate = fx.store.gate_claims();
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(Arc::new(Held::default()))
+        .start();
+    poll_until(LIMIT, || Scripted::count(&fx.store.claims) == 1).await;
+    for _ in 0..200 {
+        worker.request_poll();
+    }
+    // The whole burst reaches the dispatcher while the first poll is still blocked.
+    poll_until(LIMIT, || worker.stats().snapshot().poll_requests >= 201).await;
+    gate.add_permits(10_000);
+    fx.store.ungate_claims();
+    poll_until(LIMIT, || worker.stats().snapshot().polls == 2).await;
+    assert_eq!(
+        Scripted::count(&fx.store.claims),
+        2,
+        "one follow-up poll for the burst"
+    );
+    worker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_hard_kill_drops_the_in_flight_claim_poll() {
+    let fx = fx(1);
+    let _gate = fx.store.gate_claims();
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(Arc::new(Held::default()))
+        .start();
+    poll_until(LIMIT, || Scripted::count(&fx.store.claims) == 1).await;
+    worker.kill();
+    poll_until(LIMIT, || {
+        fx.store.dropped_claims.load(Ordering::SeqCst) == 1
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_poll_is_reported_and_the_dispatcher_keeps_polling() {
+    let fx = VFx::with(
+        WorkerConfig {
+            concurrency: 1,
+            poll_interval_ms: 20,
+            ..WorkerConfig::default()
+        },
+        Parts {
+            jitter: Some(Arc::new(FullInterval)),
+            ..Parts::default()
+        },
+    );
+    fx.start(&steps(1)).await;
+    fx.store.fail_next_claims(1);
+    let held = Arc::new(Held::default());
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
+    poll_until(LIMIT, || held.launched() == 1).await;
+    assert!(worker.stats().snapshot().polls >= 2);
+    held.gate.add_permits(10);
+    worker.shutdown().await;
+}
+
+#[tokio::test]
+async fn poison_is_observed_without_mutation_and_failed_launches_are_released() {
+    let fx = VFx::with(
+        WorkerConfig {
+            concurrency: 2,
+            poll_interval_ms: 60_000,
+            max_claim_attempts: 1,
+            ..WorkerConfig::default()
+        },
+        Parts {
+            jitter: Some(Arc::new(FullInterval)),
+            ..Parts::default()
+        },
+    );
+    let doomed = fx.start(&steps(1)).await;
+    // One launch without progress: the next claim need poisons it.
+    let lease = fx.claim().await;
+    fx.store
+        .inner
+        .release_claim(&lease.run_id, &lease.claim_token, lease.claimed_at)
+        .await
+        .expect("release");
+    let healthy = fx.start(&steps(1)).await;
+    let seen: Arc<Mutex<Vec<PoisonedClaim>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(Arc::new(Held {
+            fail: true,
+            ..Held::default()
+        }))
+        .on_poisoned(move |p| sink.lock().expect("lock").extend_from_slice(p))
+        .start();
+    poll_until(LIMIT, || Scripted::count(&fx.store.releases) >= 1).await;
+    poll_until(LIMIT, || {
+        seen.lock()
+            .expect("lock")
+            .iter()
+            .any(|p| p.run_id == doomed.id)
+    })
+    .await;
+    worker.shutdown().await;
+    let info = fx.info(&healthy.id).await;
+    assert!(!info.is_claimed(), "a failed launch releases its lease");
+    assert_eq!(info.run.checkpoint_seq, 1, "nothing ran");
+    assert!(worker_stats_released(&fx));
+}
+
+fn worker_stats_released(fx: &VFx) -> bool {
+    Scripted::count(&fx.store.releases) >= 1
+}
+
+#[tokio::test]
+async fn shutdown_stops_demand_and_bounds_draining_without_releasing_an_active_vehicle() {
+    let fx = fx(1);
+    fx.start(&steps(1)).await;
+    let held = Arc::new(Held::default());
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
+    poll_until(LIMIT, || held.launched() == 1).await;
+    let report = worker.shutdown().await;
+    assert!(!report.drained);
+    assert_eq!(report.vehicles_remaining, 1);
+    assert!(report.duration >= Duration::from_millis(200));
+    assert_eq!(
+        Scripted::count(&fx.store.releases),
+        0,
+        "its claim expires normally"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_releases_leases_returned_by_an_in_flight_poll_instead_of_launching_them() {
+    let fx = fx(2);
+    let run = fx.start(&steps(1)).await;
+    fx.store.gate_claims();
+    let held = Arc::new(Held::default());
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
+    poll_until(LIMIT, || Scripted::count(&fx.store.claims) == 1).await;
+    worker.begin_shutdown();
+    fx.store.ungate_claims();
+    let report = worker.shutdown().await;
+    assert!(report.drained);
+    assert_eq!(held.launched(), 0);
+    assert_eq!(Scripted::count(&fx.store.releases), 1);
+    assert!(!fx.info(&run.id).await.is_claimed());
+}
+
+#[tokio::test]
+async fn graceful_shutdown_lets_a_vehicle_commit_its_current_moment_as_a_yield() {
+    let fx = fx(1);
+    let run = fx.start(&endless(Some(100_000))).await;
+    let worker = Worker::start(fx.docket.engine());
+    let stats = Arc::clone(worker.stats());
+    poll_until(LIMIT, || stats.snapshot().moments_committed >= 2).await;
+    let report = worker.shutdown().await;
+    assert!(report.drained, "{report:?}");
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run.status, RunStatus::Running);
+    assert!(!info.is_claimed(), "the yield released the claim");
+    assert!(info.wake_at.is_some());
+    let last = fx.events(&run.id).await.pop().expect("events");
+    assert_eq!(
+        last.metadata.get("park_reason").and_then(|v| v.as_str()),
+        Some("drain_budget")
+    );
+}
+
+#[tokio::test]
+async fn a_vehicle_that_panics_is_accounted_for_and_demand_recovers() {
+    let fx = fx(1);
+    fx.start(&steps(1)).await;
+    fx.start(&steps(1)).await;
+    let held = Arc::new(Held {
+        panic_first: AtomicU32::new(1),
+        ..Held::default()
+    });
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
+    // The panicking vehicle exits; its exit triggers a poll that launches the next lease.
+    poll_until(LIMIT, || held.launched() == 2).await;
+    held.gate.add_permits(10);
+    worker.shutdown().await;
+}
+
+#[tokio::test]
+async fn demand_one_polls_alternate_the_preferred_class_and_errors_do_not_flip_it() {
+    let fx = fx(1);
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(Arc::new(Held::default()))
+        .start();
+    let polls = |n: u64| {
+        let stats = Arc::clone(worker.stats());
+        move || stats.snapshot().polls >= n
+    };
+    poll_until(LIMIT, polls(1)).await;
+    worker.request_poll();
+    poll_until(LIMIT, polls(2)).await;
+    fx.store.fail_next_claims(1);
+    worker.request_poll();
+    poll_until(LIMIT, polls(3)).await;
+    worker.request_poll();
+    poll_until(LIMIT, polls(4)).await;
+    let prefs: Vec<_> = fx
+        .store
+        .policies
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|p| p.preference)
+        .collect();
+    use ClaimClass::{Expired, Ready};
+    assert_eq!(
+        prefs,
+        vec![Some(Ready), Some(Expired), Some(Ready), Some(Ready)]
+    );
+    worker.shutdown().await;
+}
+
+#[tokio::test]
+async fn polls_above_demand_one_carry_the_preference_but_never_flip_it() {
+    let fx = fx(3);
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(Arc::new(Held::default()))
+        .start();
+    for n in 1..=3 {
+        let stats = Arc::clone(worker.stats());
+        poll_until(LIMIT, move || stats.snapshot().polls >= n).await;
+        worker.request_poll();
+    }
+    let prefs: Vec<_> = fx
+        .store
+        .policies
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|p| p.preference)
+        .collect();
+    assert!(
+        prefs.iter().all(|p| *p == Some(ClaimClass::Ready)),
+        "{prefs:?}"
+    );
+    worker.shutdown().await;
+}

@@ -1,0 +1,46 @@
+//! The worker's pruner task (spec §7.7): a pass at start deletes terminal runs past retention
+//! and keeps live ones.
+
+mod support;
+
+use std::time::Duration;
+
+use docket::engine::{PrunerConfig, Worker, WorkerConfig};
+use docket::DocketError;
+
+use support::graphs::steps;
+use support::VFx;
+
+#[tokio::test]
+async fn the_pruner_deletes_terminal_runs_past_retention_and_keeps_live_ones() {
+    let fx = VFx::new(WorkerConfig {
+        pruner: Some(PrunerConfig {
+            interval_ms: 60_000,
+            event_retention_ms: 1_000,
+            run_retention_ms: 1_000,
+            batch_size: 100,
+        }),
+        ..WorkerConfig::default()
+    });
+    let finished = fx.start(&steps(1)).await;
+    fx.docket.drain_runs(10).await.expect("drain");
+    fx.clock.advance_millis(10);
+    let live = fx.start(&steps(1)).await;
+    fx.clock.advance_millis(60_000);
+    // The worker may drain the live run meanwhile; the pruner's first pass runs at start.
+    let worker = Worker::start(fx.docket.engine());
+    support::poll_until(Duration::from_secs(5), || {
+        fx.store
+            .inner
+            .raw_snapshot()
+            .lines()
+            .all(|line| !line.contains(finished.id.as_str()))
+    })
+    .await;
+    worker.shutdown().await;
+    assert!(matches!(
+        fx.docket.fetch_run(&finished.id).await,
+        Err(DocketError::NotFound)
+    ));
+    assert!(fx.docket.fetch_run(&live.id).await.is_ok());
+}

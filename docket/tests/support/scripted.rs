@@ -1,0 +1,292 @@
+//! `Scripted`: a delegating `Backend` over the memory store that counts calls, records claim
+//! policies and injects commit failures, ambiguous commits, claim errors and blocked claims.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use tokio::sync::Semaphore;
+
+use docket::core::graph::GraphDocument;
+use docket::core::memory::MemoryStore;
+use docket::core::model::{
+    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+};
+use docket::core::store::{
+    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
+    InitProposal, Message, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
+    Wakeups,
+};
+
+/// What the next claimed commit does.
+#[derive(Debug)]
+pub enum CommitScript {
+    /// Return this error without touching the store.
+    Fail(StoreError),
+    /// Apply the commit, then report an ambiguous outcome (acknowledgement lost).
+    ApplyThenAmbiguous,
+    /// Report an ambiguous outcome without applying.
+    AmbiguousNotApplied,
+}
+
+/// Counts and scripts around a real memory store.
+#[derive(Debug, Default)]
+pub struct Scripted {
+    pub inner: MemoryStore,
+    pub claims: AtomicU32,
+    pub releases: AtomicU32,
+    pub claimed_commits: AtomicU32,
+    pub fetches: AtomicU32,
+    pub graph_fetches: AtomicU32,
+    commit_scripts: Mutex<VecDeque<CommitScript>>,
+    claim_errors: AtomicU32,
+    /// Claim policies seen, in order.
+    pub policies: Mutex<Vec<ClaimPolicy>>,
+    /// When set, every claim waits for a permit first.
+    gate: Mutex<Option<Arc<Semaphore>>>,
+    /// Claim futures dropped before they finished.
+    pub dropped_claims: Arc<AtomicU32>,
+}
+
+struct DropGuard(Arc<AtomicU32>, bool);
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Scripted {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Scripted::default())
+    }
+
+    pub fn script_commits(&self, scripts: impl IntoIterator<Item = CommitScript>) {
+        self.commit_scripts.lock().expect("lock").extend(scripts);
+    }
+
+    pub fn fail_next_claims(&self, n: u32) {
+        self.claim_errors.store(n, Ordering::SeqCst);
+    }
+
+    /// Makes claims wait for permits of the returned semaphore (none yet).
+    pub fn gate_claims(&self) -> Arc<Semaphore> {
+        let gate = Arc::new(Semaphore::new(0));
+        *self.gate.lock().expect("lock") = Some(Arc::clone(&gate));
+        gate
+    }
+
+    pub fn ungate_claims(&self) {
+        if let Some(gate) = self.gate.lock().expect("lock").take() {
+            gate.add_permits(10_000);
+        }
+    }
+
+    pub fn count(counter: &AtomicU32) -> u32 {
+        counter.load(Ordering::SeqCst)
+    }
+
+    pub fn claim_limits(&self) -> Vec<u32> {
+        self.policies
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|p| p.limit.get())
+            .collect()
+    }
+}
+
+#[async_trait]
+impl RunStore for Scripted {
+    async fn initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner.initialize(owner, proposal, events).await
+    }
+
+    async fn commit_claimed(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.claimed_commits.fetch_add(1, Ordering::SeqCst);
+        let script = self.commit_scripts.lock().expect("lock").pop_front();
+        match script {
+            None => self.inner.commit_claimed(scope, proposal, events).await,
+            Some(CommitScript::Fail(error)) => Err(error),
+            Some(CommitScript::ApplyThenAmbiguous) => {
+                self.inner.commit_claimed(scope, proposal, events).await?;
+                Err(StoreError::ambiguous(Message(
+                    "connection lost after COMMIT".into(),
+                )))
+            }
+            Some(CommitScript::AmbiguousNotApplied) => Err(StoreError::ambiguous(Message(
+                "connection lost before COMMIT".into(),
+            ))),
+        }
+    }
+
+    async fn commit_unclaimed(
+        &self,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner
+            .commit_unclaimed(scope, expected_seq, proposal, events)
+            .await
+    }
+
+    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
+        self.fetches.fetch_add(1, Ordering::SeqCst);
+        self.inner.fetch_run(scope, run_id).await
+    }
+
+    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
+        self.inner.inspect_run(scope, run_id).await
+    }
+
+    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
+        self.inner.list_runs(scope, query).await
+    }
+
+    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+        let mut guard = DropGuard(Arc::clone(&self.dropped_claims), false);
+        self.claims.fetch_add(1, Ordering::SeqCst);
+        self.policies.lock().expect("lock").push(*policy);
+        let gate = self.gate.lock().expect("lock").clone();
+        if let Some(gate) = gate {
+            let _permit = gate.acquire().await;
+        }
+        let fail = self
+            .claim_errors
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        guard.1 = true;
+        if fail {
+            return Err(StoreError::retryable(Message(
+                "injected claim failure".into(),
+            )));
+        }
+        self.inner.claim_due(policy).await
+    }
+
+    async fn refresh_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.refresh_claim(run_id, token, now).await
+    }
+
+    async fn release_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.releases.fetch_add(1, Ordering::SeqCst);
+        self.inner.release_claim(run_id, token, now).await
+    }
+
+    async fn abandon_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        policy: &AbandonPolicy,
+    ) -> Result<AbandonOutcome, StoreError> {
+        self.inner.abandon_claim(run_id, token, policy).await
+    }
+
+    async fn retry_poisoned_run(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Run, StoreError> {
+        self.inner.retry_poisoned_run(scope, run_id, now).await
+    }
+
+    async fn fetch_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<Event, StoreError> {
+        self.inner.fetch_event(scope, run_id, seq).await
+    }
+
+    async fn fetch_latest_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<Option<Event>, StoreError> {
+        self.inner.fetch_latest_event(scope, run_id).await
+    }
+
+    async fn list_events(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        query: &EventQuery,
+    ) -> Result<EventPage, StoreError> {
+        self.inner.list_events(scope, run_id, query).await
+    }
+
+    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
+        self.inner.prune(policy).await
+    }
+
+    fn wakeups(&self) -> Option<Wakeups> {
+        self.inner.wakeups()
+    }
+}
+
+#[async_trait]
+impl GraphStore for Scripted {
+    async fn save_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+        graph: &GraphDocument,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.save_graph(owner, graph_ref, graph, now).await
+    }
+
+    async fn fetch_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<GraphDocument, StoreError> {
+        self.graph_fetches.fetch_add(1, Ordering::SeqCst);
+        self.inner.fetch_graph(owner, graph_ref).await
+    }
+
+    async fn fetch_latest_graph_ref(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+    ) -> Result<GraphRef, StoreError> {
+        self.inner.fetch_latest_graph_ref(owner, graph_id).await
+    }
+
+    async fn list_graph_versions(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+        query: &GraphVersionQuery,
+    ) -> Result<GraphVersionPage, StoreError> {
+        self.inner.list_graph_versions(owner, graph_id, query).await
+    }
+}

@@ -1,0 +1,291 @@
+//! Vehicle drains (spec §9.2 16–21, 26–27, 29–30) and ambiguous commits (DESIGN §6).
+
+mod support;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use serde_json::json;
+
+use docket::core::graph::{
+    compile_effective, CompileError, CompileOptions, GraphDocument, RuntimeGraph,
+};
+use docket::core::model::{CheckpointType, ClaimToken, Clock, RunId, RunStatus};
+use docket::core::node::NodeRegistry;
+use docket::core::runtime::ParkKind;
+use docket::core::store::StoreError;
+use docket::engine::{DrainOutcome, GraphCompiler, VehicleError, WorkerConfig};
+
+use support::graphs::{counter_cycle, endless, flaky, steps};
+use support::scripted::{CommitScript, Scripted};
+use support::{Parts, VFx};
+
+#[tokio::test]
+async fn drains_a_multi_step_run_to_done_with_one_checkpoint_event_per_commit() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&steps(3)).await;
+    let drained = fx.claim_and_drain().await;
+    assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Terminal));
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run.status, RunStatus::Done);
+    let output = info.run.output.clone().expect("output");
+    assert_eq!(output.get("f3"), Some(&json!(3)));
+    let seqs = fx.checkpoint_seqs(&run.id).await;
+    assert_eq!(seqs, (1..=info.run.checkpoint_seq).collect::<Vec<_>>());
+    assert_eq!(
+        drained.committed_moments as u64,
+        info.run.checkpoint_seq - 1
+    );
+    assert!(!info.is_claimed() && info.wake_at.is_none());
+}
+
+#[tokio::test]
+async fn post_commit_observers_fire_per_committed_moment() {
+    let fx = VFx::new(WorkerConfig::default());
+    fx.start(&steps(1)).await;
+    fx.observed.wait_for(1).await;
+    fx.observed.clear();
+    fx.claim_and_drain().await;
+    assert_eq!(
+        fx.observed.wait_for(2).await,
+        vec![CheckpointType::StepCommitted, CheckpointType::RunCompleted]
+    );
+}
+
+#[tokio::test]
+async fn a_cyclic_graph_drains_to_done_bounded_by_its_own_policy() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&counter_cycle(10)).await;
+    let drained = fx.claim_and_drain().await;
+    assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Terminal));
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run.status, RunStatus::Done);
+    assert_eq!(info.run.output.expect("output").get("n"), Some(&json!(10)));
+}
+
+#[tokio::test]
+async fn a_host_max_supersteps_budget_fails_the_run_terminally() {
+    let fx = VFx::new(WorkerConfig {
+        max_supersteps: Some(1),
+        ..WorkerConfig::default()
+    });
+    let run = fx.start(&endless(None)).await;
+    let drained = fx.claim_and_drain().await;
+    assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Terminal));
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run.status, RunStatus::Failed);
+    assert_eq!(
+        info.run.failure.expect("failure").code,
+        "max_supersteps_exceeded"
+    );
+}
+
+#[tokio::test]
+async fn retry_parking_commits_retry_scheduled_schedules_the_wake_and_exits_without_sleeping() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&flaky(2, 3, 0)).await;
+    let drained = fx.claim_and_drain().await;
+    let deadline = fx.clock.now();
+    assert_eq!(
+        drained.outcome,
+        DrainOutcome::Parked(ParkKind::At(deadline))
+    );
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run.status, RunStatus::Running);
+    assert_eq!(info.run.active_tasks.len(), 1);
+    assert_eq!(info.run.timers.len(), 1);
+    assert_eq!(info.wake_at, Some(deadline));
+    assert!(!info.is_claimed());
+    // Re-claimed at the deadline: the second attempt fails again, the third completes.
+    assert!(matches!(
+        fx.claim_and_drain().await.outcome,
+        DrainOutcome::Parked(ParkKind::At(_))
+    ));
+    assert_eq!(
+        fx.claim_and_drain().await.outcome,
+        DrainOutcome::Parked(ParkKind::Terminal)
+    );
+    assert_eq!(fx.info(&run.id).await.run.status, RunStatus::Done);
+}
+
+#[tokio::test]
+async fn fence_lost_between_claim_and_fetch_stops_without_commit() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&steps(2)).await;
+    let lease = fx.claim().await;
+    let cancelled = fx.docket.cancel_run(&run.id).await.expect("cancel");
+    fx.observed.wait_for(2).await;
+    fx.observed.clear();
+    let drained = fx.drain(lease).await.expect("drain");
+    assert_eq!(drained.outcome, DrainOutcome::FenceLost);
+    assert_eq!(drained.committed_moments, 0);
+    assert_eq!(fx.docket.fetch_run(&run.id).await.expect("run"), cancelled);
+    assert!(
+        fx.observed.seen().is_empty(),
+        "nothing was committed by the vehicle"
+    );
+    assert_eq!(fx.stats.snapshot().fence_losses, 1);
+}
+
+/// Counts compilations.
+#[derive(Debug, Default)]
+struct Counting {
+    compiles: AtomicU32,
+}
+
+impl GraphCompiler for Counting {
+    fn compile(
+        &self,
+        doc: &GraphDocument,
+        nodes: &NodeRegistry,
+        options: CompileOptions,
+    ) -> Result<RuntimeGraph, CompileError> {
+        self.compiles.fetch_add(1, Ordering::SeqCst);
+        compile_effective(doc, nodes, options).map(|c| c.runtime)
+    }
+}
+
+#[tokio::test]
+async fn one_compilation_per_drain_even_across_many_committed_moments() {
+    let compiler = Arc::new(Counting::default());
+    let fx = VFx::with(
+        WorkerConfig::default(),
+        Parts {
+            compiler: Some(compiler.clone()),
+            ..Parts::default()
+        },
+    );
+    fx.start(&steps(5)).await;
+    compiler.compiles.store(0, Ordering::SeqCst);
+    let lease = fx.claim().await;
+    let drained = fx
+        .vehicle()
+        .without_cache()
+        .drain(lease)
+        .await
+        .expect("drain");
+    assert!(drained.committed_moments >= 5);
+    assert_eq!(compiler.compiles.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn the_graph_cache_eliminates_compilation_on_the_next_drain_of_the_same_version() {
+    let compiler = Arc::new(Counting::default());
+    let fx = VFx::with(
+        WorkerConfig::default(),
+        Parts {
+            compiler: Some(compiler.clone()),
+            ..Parts::default()
+        },
+    );
+    fx.start(&steps(2)).await;
+    fx.start(&steps(2)).await;
+    compiler.compiles.store(0, Ordering::SeqCst);
+    fx.claim_and_drain().await;
+    fx.claim_and_drain().await;
+    assert_eq!(compiler.compiles.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        Scripted::count(&fx.store.graph_fetches),
+        1 + 2,
+        "two starts, one vehicle fetch"
+    );
+}
+
+#[tokio::test]
+async fn a_claimed_non_runnable_or_missing_row_is_a_claim_invariant_violation() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&steps(1)).await;
+    let mut lease = fx.claim().await;
+    let cancelled = fx.docket.cancel_run(&run.id).await.expect("cancel");
+    // A lease that (wrongly) matches the cancelled run's seq: status is checked after the fence.
+    lease.checkpoint_seq = cancelled.checkpoint_seq;
+    let err = fx.drain(lease.clone()).await.expect_err("not runnable");
+    assert!(matches!(err, VehicleError::ClaimInvariant { .. }), "{err}");
+    lease.run_id = RunId::new("run_missing").expect("id");
+    let err = fx.drain(lease).await.expect_err("missing");
+    assert!(matches!(err, VehicleError::ClaimInvariant { .. }), "{err}");
+    assert_eq!(fx.stats.snapshot().vehicle_crashes, 2);
+}
+
+#[tokio::test]
+async fn a_rejected_claimed_commit_is_a_claim_invariant_violation_and_keeps_the_claim() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&steps(2)).await;
+    let before = fx.docket.fetch_run(&run.id).await.expect("run");
+    fx.store
+        .script_commits([CommitScript::Fail(StoreError::invalid_transition(
+            "identity mismatch",
+        ))]);
+    let lease = fx.claim().await;
+    let err = fx.drain(lease).await.expect_err("rejected");
+    assert!(
+        matches!(&err, VehicleError::ClaimInvariant { reason, .. } if reason.contains("invalid transition")),
+        "{err}"
+    );
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run, before, "run unchanged");
+    assert!(info.is_claimed(), "the claim is left to expire");
+    assert_eq!(Scripted::count(&fx.store.releases), 0);
+}
+
+#[tokio::test]
+async fn an_ambiguous_commit_that_landed_is_resolved_by_rereading_and_the_drain_continues() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&steps(3)).await;
+    fx.store.script_commits([CommitScript::ApplyThenAmbiguous]);
+    let drained = fx.claim_and_drain().await;
+    assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Terminal));
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run.status, RunStatus::Done);
+    let seqs = fx.checkpoint_seqs(&run.id).await;
+    assert_eq!(
+        seqs,
+        (1..=info.run.checkpoint_seq).collect::<Vec<_>>(),
+        "no moment twice"
+    );
+    assert_eq!(fx.stats.snapshot().ambiguous_resolved, 1);
+}
+
+#[tokio::test]
+async fn an_ambiguous_commit_that_did_not_land_is_discarded_and_the_claim_released() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&steps(3)).await;
+    let before = fx.docket.fetch_run(&run.id).await.expect("run");
+    fx.store.script_commits([CommitScript::AmbiguousNotApplied]);
+    let drained = fx.claim_and_drain().await;
+    assert!(matches!(
+        drained.outcome,
+        DrainOutcome::Discarded(StoreError::Ambiguous { .. })
+    ));
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run, before);
+    assert!(!info.is_claimed());
+    assert_eq!(info.wake_at, Some(fx.clock.now()));
+    assert_eq!(
+        Scripted::count(&fx.store.claimed_commits),
+        1,
+        "never retried blindly"
+    );
+    // A later healthy drain completes the run.
+    assert_eq!(
+        fx.claim_and_drain().await.outcome,
+        DrainOutcome::Parked(ParkKind::Terminal)
+    );
+}
+
+#[tokio::test]
+async fn a_lease_with_a_stale_token_cannot_commit_and_does_not_disturb_the_holder() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&steps(2)).await;
+    let mut lease = fx.claim().await;
+    lease.claim_token = ClaimToken::mint();
+    let drained = fx.drain(lease).await.expect("drain");
+    assert!(matches!(
+        drained.outcome,
+        DrainOutcome::Discarded(StoreError::StaleCheckpoint)
+    ));
+    assert!(
+        fx.info(&run.id).await.is_claimed(),
+        "the real holder keeps its claim"
+    );
+}
