@@ -12,6 +12,10 @@
 //! # let _ = store; Ok(()) }
 //! ```
 //!
+//! [`RedisConfig::from_url`] reads the namespace from the URL instead
+//! (`redis://127.0.0.1:6379/0?namespace=prod`, default `docket`); that is how the `docket`
+//! facade and CLI open `redis://` URLs.
+//!
 //! ## Scripts
 //!
 //! Each script file starts with a header naming its `KEYS`, `ARGV` and replies, and is
@@ -117,5 +121,6 @@ mod wakeups;
 
 pub use config::{
     check_eviction_policy, check_namespace, persistence_warnings, ConnectError, RedisConfig,
+    DEFAULT_NAMESPACE, NAMESPACE_PARAM,
 };
 pub use store::{RedisStore, MAX_CLAIM_BATCH};

@@ -11,8 +11,10 @@
 //! 5. `docket run verify --expect-terminal`: every run terminal, every history sound
 //!    (checkpoint seqs exactly 1..n, no repeat, contiguous events); and no run failed.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::{cargo, step, Result};
@@ -42,7 +44,7 @@ pub fn run() -> Result {
 }
 
 /// The binary cargo just built, in the workspace's target dir.
-fn binary() -> Result<PathBuf> {
+pub(crate) fn binary() -> Result<PathBuf> {
     let target = match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -149,18 +151,27 @@ fn wait_for_progress(docket: &Path, url: &str, demo: &mut Child) -> Result<usize
     Err("docket demo showed no progress within 60 s".into())
 }
 
-fn run_with_deadline(command: &mut Command, limit: Duration, what: &str) -> Result<Output> {
+/// Runs `command` to completion within `limit`, capturing its output. The pipes are drained
+/// while it runs, so a large output (a JSON listing of hundreds of runs) cannot fill a pipe
+/// and stall the child.
+pub(crate) fn run_with_deadline(
+    command: &mut Command,
+    limit: Duration,
+    what: &str,
+) -> Result<Output> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start {what}: {e}"))?;
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
     let deadline = Instant::now() + limit;
-    loop {
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -168,10 +179,12 @@ fn run_with_deadline(command: &mut Command, limit: Duration, what: &str) -> Resu
             }
             Err(e) => return Err(format!("{what}: {e}")),
         }
-    }
-    let output = child
-        .wait_with_output()
-        .map_err(|e| format!("{what}: {e}"))?;
+    };
+    let output = Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
     if output.status.success() {
         Ok(output)
     } else {
@@ -184,8 +197,19 @@ fn run_with_deadline(command: &mut Command, limit: Duration, what: &str) -> Resu
     }
 }
 
+/// Reads a pipe to its end on a thread.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
 /// Runs `docket <args> --backend URL` and returns its stdout.
-fn docket_out(docket: &Path, url: &str, args: &[&str]) -> Result<String> {
+pub(crate) fn docket_out(docket: &Path, url: &str, args: &[&str]) -> Result<String> {
     let output = run_with_deadline(
         Command::new(docket).args(args).args(["--backend", url]),
         Duration::from_secs(30),
@@ -195,7 +219,7 @@ fn docket_out(docket: &Path, url: &str, args: &[&str]) -> Result<String> {
 }
 
 /// How many runs have one of `statuses` (all runs when empty).
-fn count(docket: &Path, url: &str, statuses: &[&str]) -> Result<usize> {
+pub(crate) fn count(docket: &Path, url: &str, statuses: &[&str]) -> Result<usize> {
     let mut args = vec!["run", "list", "--json"];
     for s in statuses {
         args.extend(["--status", s]);
@@ -204,7 +228,7 @@ fn count(docket: &Path, url: &str, statuses: &[&str]) -> Result<usize> {
 }
 
 /// Resolves every open interrupt of every waiting run with `true`; returns how many.
-fn resolve_approvals(docket: &Path, url: &str) -> Result<usize> {
+pub(crate) fn resolve_approvals(docket: &Path, url: &str) -> Result<usize> {
     let listing = docket_out(
         docket,
         url,

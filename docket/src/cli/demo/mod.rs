@@ -16,6 +16,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use docket::core::model::{GraphRef, RunId, RunQuery, RunStatus};
+use docket::core::store::Backend;
 use docket::engine::{DrainBudget, Worker, WorkerConfig, WorkerStats};
 use docket::examples::{Example, EXAMPLES};
 use docket::{Docket, DocketError, StartOptions};
@@ -46,6 +47,10 @@ pub struct DemoArgs {
     /// Give up (and report stuck runs) after this many seconds.
     #[arg(long, default_value_t = 120)]
     timeout_s: u64,
+    /// Only recreate the store, publish the graphs and start the runs, then exit: no
+    /// in-process workers (drive the runs with `docket worker` processes instead).
+    #[arg(long)]
+    no_workers: bool,
 }
 
 /// The demo's worker configuration: a 2 s orphan TTL with a matching drain budget (1.5 s) and
@@ -65,8 +70,24 @@ fn demo_config(concurrency: usize) -> WorkerConfig {
     }
 }
 
-/// Removes the demo's SQLite files so every demo starts from an empty store.
-fn fresh_store(url: &str) -> Result<(), DocketError> {
+/// Opens the demo's store emptied, so every demo starts from scratch: the SQLite files are
+/// removed first; a Redis namespace has every key deleted.
+async fn open_fresh_store(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    #[cfg(feature = "redis")]
+    if matches!(
+        docket::BackendUrl::parse(url),
+        Ok(docket::BackendUrl::Redis(_))
+    ) {
+        let store = docket::connect::connect_redis(url).await?;
+        store.purge_namespace().await?;
+        return Ok(Arc::new(store));
+    }
+    remove_sqlite_files(url)?;
+    docket::connect_backend(url).await
+}
+
+/// Removes the demo's SQLite files (nothing for other backends).
+fn remove_sqlite_files(url: &str) -> Result<(), DocketError> {
     #[cfg(feature = "sqlite")]
     if url.starts_with("sqlite://") {
         let parsed = docket_sqlite::parse_url(url)?;
@@ -102,8 +123,7 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
             "--runs and --workers must be positive".into(),
         ));
     }
-    fresh_store(url)?;
-    let backend = docket::connect_backend(url).await?;
+    let backend = open_fresh_store(url).await?;
     let docket = Docket::builder(backend, docket::nodes::registry())
         .config(demo_config(args.concurrency))
         .build()?;
@@ -111,18 +131,28 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
     for example in EXAMPLES {
         refs.push((example, docket.save_graph_json(example.json).await?));
     }
-    println!(
-        "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({url})",
-        args.runs,
-        refs.len(),
-        args.workers,
-        args.concurrency
-    );
+    if !args.no_workers {
+        println!(
+            "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({url})",
+            args.runs,
+            refs.len(),
+            args.workers,
+            args.concurrency
+        );
+    }
     for n in 0..args.runs {
         let (example, graph_ref) = &refs[n % refs.len()];
         docket
             .start_run(graph_ref, example.input(n), StartOptions::default())
             .await?;
+    }
+    if args.no_workers {
+        println!(
+            "docket demo: started {} runs of {} graphs ({url}); no workers (--no-workers): drive them with `docket worker --backend URL`",
+            args.runs,
+            refs.len()
+        );
+        return Ok(ExitCode::SUCCESS);
     }
 
     let started = Instant::now();
