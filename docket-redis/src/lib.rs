@@ -98,8 +98,11 @@
 //! ## Testing
 //!
 //! The `testing` feature adds `testing::RedisHarness` (the conformance harness: one namespace
-//! per case, cleaned up by `SCAN` + `UNLINK`) and `RedisStore::with_fail_points`, a twin whose
+//! per case, cleaned up by `SCAN` + `UNLINK`; an unreachable server fails the case with a
+//! message naming `DOCKET_TEST_REDIS_URL`) and `RedisStore::with_fail_points`, a twin whose
 //! write scripts stop at their write boundary, used to prove that no check writes.
+//! [`RedisStore::purge_namespace`] deletes one namespace's keys (demos, set-ups); it never
+//! touches other keys of the server.
 //!
 //! ## Errors
 //!

@@ -5,8 +5,9 @@
 //!    `appendfsync always`, no RDB) and start N example runs there with
 //!    `docket demo --no-workers`.
 //! 3. Start `docket worker --until-idle` processes; once some runs have finished (polled with
-//!    a deadline), restart the server: `SHUTDOWN` and start it again on the same directory.
-//!    The data survives (AOF), the script cache does not, and every connection drops.
+//!    a deadline), restart the server: `SHUTDOWN`, stay down for 2.5 s (past the workers'
+//!    2 s orphan TTL), start it again on the same directory. The data survives (AOF), the
+//!    script cache does not, and every connection drops.
 //! 4. The same worker processes must reconnect, reload their scripts (`NOSCRIPT`) and carry
 //!    on: progress must resume and they must reach idle on their own.
 //! 5. Resolve the approvals, finish with `docket worker --until-idle` rounds, and
@@ -29,9 +30,10 @@ const DEFAULT_RUNS: usize = 200;
 const WORKERS: usize = 2;
 /// The first port tried for the private server.
 const FIRST_PORT: u16 = 6391;
-/// How long the server stays down: long enough that the workers meet refused connections
-/// and reconnection back-off, not only reset connections.
-const DOWN_FOR: Duration = Duration::from_millis(1_000);
+/// How long the server stays down: long enough that the workers' claim polls, commits and
+/// idle checks fail with refused connections (not only reset ones), and longer than the
+/// orphan TTL, so the claims held across the outage are only recovered by stealing them.
+const DOWN_FOR: Duration = Duration::from_millis(2_500);
 /// Flags of every worker: a short orphan TTL (a claim granted just before the restart whose
 /// reply was lost is recovered in seconds) with a drain budget and attempt ceiling below it.
 const WORKER_FLAGS: [&str; 13] = [
