@@ -30,6 +30,8 @@ pub const DEFAULT_DEMO_URL: &str = "sqlite://docket-demo.db";
 /// The demo's orphan TTL: short, so a killed worker's runs are recovered within seconds.
 const ORPHAN_TTL_MS: u64 = 2_000;
 
+/// On Redis the demo works in the namespace named by the URL (`?namespace=`), or
+/// `docket-demo` when it names none, and deletes that namespace's keys first.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Runs to start (spread over the example graphs).
@@ -68,6 +70,27 @@ fn demo_config(concurrency: usize) -> WorkerConfig {
         drain_timeout_ms: 5_000,
         ..WorkerConfig::default()
     }
+}
+
+/// The namespace the demo uses on Redis when the URL names none: never the default
+/// `docket` namespace, because the demo deletes its namespace's keys first.
+const DEMO_NAMESPACE: &str = "docket-demo";
+
+/// `url`, with `namespace=docket-demo` added to a Redis URL that names no namespace.
+fn demo_url(url: &str) -> String {
+    let is_redis = matches!(
+        docket::BackendUrl::parse(url),
+        Ok(docket::BackendUrl::Redis(_))
+    );
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let named = query
+        .split('&')
+        .any(|pair| pair == "namespace" || pair.starts_with("namespace="));
+    if !is_redis || named {
+        return url.to_owned();
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}namespace={DEMO_NAMESPACE}")
 }
 
 /// Opens the demo's store emptied, so every demo starts from scratch: the SQLite files are
@@ -123,6 +146,7 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
             "--runs and --workers must be positive".into(),
         ));
     }
+    let url = &demo_url(url);
     let backend = open_fresh_store(url).await?;
     let docket = Docket::builder(backend, docket::nodes::registry())
         .config(demo_config(args.concurrency))
@@ -276,5 +300,27 @@ async fn resolve_approvals(docket: Docket, mut stop: watch::Receiver<bool>) {
             () = tokio::time::sleep(Duration::from_millis(100)) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_never_empties_the_default_redis_namespace() {
+        assert_eq!(
+            demo_url("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379?namespace=docket-demo"
+        );
+        assert_eq!(
+            demo_url("redis://h/0?protocol=resp3"),
+            "redis://h/0?protocol=resp3&namespace=docket-demo"
+        );
+        assert_eq!(
+            demo_url("redis://h?namespace=mine"),
+            "redis://h?namespace=mine"
+        );
+        assert_eq!(demo_url("sqlite://d.db"), "sqlite://d.db");
     }
 }
