@@ -174,6 +174,15 @@ impl Workers {
         Ok(())
     }
 
+    /// The end of every worker's log.
+    fn tails(&self) -> String {
+        self.logs
+            .iter()
+            .map(|l| tail(l))
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    }
+
     /// The last line of every worker's log (its final stats line).
     fn summaries(&self) -> Vec<String> {
         self.logs
@@ -239,43 +248,54 @@ fn scenario(docket: &Path, dir: &Path, server: &mut RedisServer, runs: usize) ->
         std::thread::sleep(Duration::from_millis(50));
     };
     workers.all_running()?;
+    let running = count(docket, &url, &["running"])?;
+    if running == 0 {
+        return Err("no run was left for the workers before the restart: nothing to test".into());
+    }
     let scripts_before = cached_scripts(server)?;
     let down_for = server.restart(DOWN_FOR)?;
     let back_at = Instant::now();
     let scripts_after_restart = cached_scripts(server)?;
     eprintln!(
-        "redis-restart: {before} of {runs} runs finished at {:.1?}; restarted the server (down {down_for:.1?}; cached scripts {scripts_before} → {scripts_after_restart})",
+        "redis-restart: {before} of {runs} runs finished, {running} running at {:.1?}; restarted the server (down {down_for:.1?}; cached scripts {scripts_before} → {scripts_after_restart})",
         started.elapsed()
     );
-    if before >= runs {
-        return Err("every run finished before the restart: nothing was tested".into());
-    }
 
-    // Recovery: progress resumes on the same worker processes.
+    // Recovery, on the same worker processes: first a script runs to completion again (the
+    // server's command statistics restart with it, and only the workers run scripts), then
+    // runs finish again.
     let deadline = back_at + Duration::from_secs(60);
-    let recovered_after = loop {
-        // A worker may exit once idle (approval runs wait): that is progress too.
+    let at_restart = finished(docket, &url)?;
+    let scripts_resumed = loop {
+        if successful_script_calls(server)? > 0 {
+            break back_at.elapsed();
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "no worker ran a script within 60 s of the restart:\n{}",
+                workers.tails()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let runs_resumed = loop {
         let done = finished(docket, &url)?;
-        if done > before {
+        if done > at_restart {
             break back_at.elapsed();
         }
         if Instant::now() >= deadline {
             return Err(format!(
                 "no run finished within 60 s of the restart ({done} of {runs} finished):\n{}",
-                workers
-                    .logs
-                    .iter()
-                    .map(|l| tail(l))
-                    .collect::<Vec<_>>()
-                    .join("\n---\n")
+                workers.tails()
             ));
         }
         std::thread::sleep(Duration::from_millis(50));
     };
     workers.wait(Duration::from_secs(120))?;
+    // Only the workers run scripts after the restart (the CLI listings are plain reads).
     let reloaded = cached_scripts(server)?;
     eprintln!(
-        "redis-restart: workers resumed {recovered_after:.1?} after the server was back, reloaded {reloaded} scripts, and reached idle at {:.1?}",
+        "redis-restart: after the server was back, the workers ran a script again within {scripts_resumed:.1?} and finished a run within {runs_resumed:.1?}; they reloaded {reloaded} scripts and reached idle at {:.1?}",
         started.elapsed()
     );
     for line in workers.summaries() {
@@ -287,10 +307,30 @@ fn scenario(docket: &Path, dir: &Path, server: &mut RedisServer, runs: usize) ->
 
     finish(docket, &url, runs)?;
     eprintln!(
-        "redis-restart: {runs} runs, restart {down_for:.1?}, workers resumed after {recovered_after:.1?}, all done and verified in {:.1?}",
+        "redis-restart: {runs} runs, server down {down_for:.1?}, workers back at work {scripts_resumed:.1?} after it returned, all done and verified in {:.1?}",
         started.elapsed()
     );
     Ok(())
+}
+
+/// `EVALSHA` calls that completed without an error since the server started (a `NOSCRIPT`
+/// reply counts as failed).
+fn successful_script_calls(server: &RedisServer) -> Result<u64> {
+    let Some(stats) = server.info_field("commandstats", "cmdstat_evalsha")? else {
+        return Ok(0);
+    };
+    let field = |name: &str| {
+        stats
+            .split(',')
+            .find_map(|kv| {
+                kv.strip_prefix(name)?
+                    .strip_prefix('=')?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .ok_or_else(|| format!("cmdstat_evalsha lacks {name}: {stats}"))
+    };
+    Ok(field("calls")?.saturating_sub(field("failed_calls")?))
 }
 
 fn cached_scripts(server: &RedisServer) -> Result<usize> {
