@@ -72,11 +72,14 @@ fn scenario(docket: &Path, dir: &Path) -> Result {
         .stderr(log_err)
         .spawn()
         .map_err(|e| format!("cannot start docket demo: {e}"))?;
-    let progress = wait_for_progress(docket, &url, &mut demo);
+    let progress = wait_for_progress(docket, &url, &dir.join("demo.log"), &mut demo);
     // SIGKILL, whatever happened: a demo must never outlive the check.
     let _ = demo.kill();
     let _ = demo.wait();
-    let finished_at_kill = progress?;
+    let finished_at_kill = progress.map_err(|e| {
+        let log = std::fs::read_to_string(dir.join("demo.log")).unwrap_or_default();
+        format!("{e}; the demo printed:\n{log}")
+    })?;
     let unfinished = count(docket, &url, &["running", "waiting"])?;
     eprintln!(
         "recovery: killed the demo with SIGKILL after {finished_at_kill} of {RUNS} runs finished; {unfinished} unfinished"
@@ -132,7 +135,11 @@ fn scenario(docket: &Path, dir: &Path) -> Result {
 }
 
 /// Waits until every run exists and some have finished; returns how many finished.
-fn wait_for_progress(docket: &Path, url: &str, demo: &mut Child) -> Result<usize> {
+///
+/// Nothing opens the store before the demo has printed its header (its store is created and
+/// migrated, its graphs saved): a listing racing the demo's creation of a fresh SQLite file
+/// can make the demo's own start-up fail with `database is locked`.
+fn wait_for_progress(docket: &Path, url: &str, log: &Path, demo: &mut Child) -> Result<usize> {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         if let Ok(Some(status)) = demo.try_wait() {
@@ -140,10 +147,14 @@ fn wait_for_progress(docket: &Path, url: &str, demo: &mut Child) -> Result<usize
                 "docket demo exited ({status}) before it could be killed"
             ));
         }
-        // The file may not exist yet, or the demo may hold the write lock: retry.
-        if let (Ok(total), Ok(done)) = (count(docket, url, &[]), count(docket, url, &["done"])) {
-            if total == RUNS && done >= 5 {
-                return Ok(done);
+        let started = std::fs::read_to_string(log).is_ok_and(|l| l.contains("docket demo:"));
+        if started {
+            // The demo may hold the write lock: a failed listing is retried.
+            if let (Ok(total), Ok(done)) = (count(docket, url, &[]), count(docket, url, &["done"]))
+            {
+                if total == RUNS && done >= 5 {
+                    return Ok(done);
+                }
             }
         }
         std::thread::sleep(Duration::from_millis(100));
