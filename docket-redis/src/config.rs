@@ -22,6 +22,12 @@ pub struct RedisConfig {
     pub connection_timeout: Duration,
 }
 
+/// The namespace of [`RedisConfig::from_url`] when the URL names none.
+pub const DEFAULT_NAMESPACE: &str = "docket";
+
+/// The URL query parameter that names the namespace in [`RedisConfig::from_url`].
+pub const NAMESPACE_PARAM: &str = "namespace";
+
 impl RedisConfig {
     /// Default settings for `url` and `namespace` (10 s replies, 2 s connection attempts).
     #[must_use]
@@ -32,6 +38,45 @@ impl RedisConfig {
             response_timeout: Duration::from_secs(10),
             connection_timeout: Duration::from_secs(2),
         }
+    }
+
+    /// Default settings from one URL that may carry the namespace as a query parameter:
+    /// `redis://host:6379/0?namespace=prod` (default [`DEFAULT_NAMESPACE`]). The `namespace`
+    /// parameter is removed from the URL handed to the Redis client; any other parameter is
+    /// kept for it.
+    ///
+    /// # Errors
+    /// [`ConnectError::InvalidNamespace`] for an empty, repeated or invalid namespace.
+    pub fn from_url(url: &str) -> Result<Self, ConnectError> {
+        let (base, query) = match url.split_once('?') {
+            Some((base, query)) => (base, query),
+            None => (url, ""),
+        };
+        let mut namespace: Option<&str> = None;
+        let mut kept: Vec<&str> = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some((NAMESPACE_PARAM, value)) => {
+                    if namespace.replace(value).is_some() {
+                        return Err(ConnectError::InvalidNamespace(format!(
+                            "{value} (the URL names a namespace twice)"
+                        )));
+                    }
+                }
+                _ if pair == NAMESPACE_PARAM => {
+                    return Err(ConnectError::InvalidNamespace(String::new()));
+                }
+                _ => kept.push(pair),
+            }
+        }
+        let namespace = namespace.unwrap_or(DEFAULT_NAMESPACE);
+        check_namespace(namespace)?;
+        let url = if kept.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        Ok(RedisConfig::new(url, namespace))
     }
 }
 
@@ -145,6 +190,41 @@ mod tests {
             let store: StoreError = err.into();
             assert_eq!(store.kind(), StoreErrorKind::Unavailable);
             assert!(!store.is_retryable());
+        }
+    }
+
+    #[test]
+    fn the_namespace_comes_from_the_url_query_and_leaves_the_rest() {
+        let c =
+            RedisConfig::from_url("redis://127.0.0.1:6379/2?namespace=prod.a-1").expect("valid");
+        assert_eq!(c.url, "redis://127.0.0.1:6379/2");
+        assert_eq!(c.namespace, "prod.a-1");
+        let c = RedisConfig::from_url("redis://h?protocol=resp3&namespace=n&x=1").expect("valid");
+        assert_eq!(c.url, "redis://h?protocol=resp3&x=1");
+        assert_eq!(c.namespace, "n");
+        let c = RedisConfig::from_url("redis://h:1/").expect("valid");
+        assert_eq!(
+            (c.url.as_str(), c.namespace.as_str()),
+            ("redis://h:1/", DEFAULT_NAMESPACE)
+        );
+    }
+
+    #[test]
+    fn a_bad_or_repeated_namespace_in_the_url_is_refused() {
+        for url in [
+            "redis://h?namespace=",
+            "redis://h?namespace",
+            "redis://h?namespace=a*b",
+            "redis://h?namespace=a&namespace=b",
+            "redis://h?namespace=%7Bx%7D",
+        ] {
+            assert!(
+                matches!(
+                    RedisConfig::from_url(url),
+                    Err(ConnectError::InvalidNamespace(_))
+                ),
+                "{url}"
+            );
         }
     }
 

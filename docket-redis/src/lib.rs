@@ -12,6 +12,10 @@
 //! # let _ = store; Ok(()) }
 //! ```
 //!
+//! [`RedisConfig::from_url`] reads the namespace from the URL instead
+//! (`redis://127.0.0.1:6379/0?namespace=prod`, default `docket`); that is how the `docket`
+//! facade and CLI open `redis://` URLs.
+//!
 //! ## Scripts
 //!
 //! Each script file starts with a header naming its `KEYS`, `ARGV` and replies, and is
@@ -94,8 +98,11 @@
 //! ## Testing
 //!
 //! The `testing` feature adds `testing::RedisHarness` (the conformance harness: one namespace
-//! per case, cleaned up by `SCAN` + `UNLINK`) and `RedisStore::with_fail_points`, a twin whose
+//! per case, cleaned up by `SCAN` + `UNLINK`; an unreachable server fails the case with a
+//! message naming `DOCKET_TEST_REDIS_URL`) and `RedisStore::with_fail_points`, a twin whose
 //! write scripts stop at their write boundary, used to prove that no check writes.
+//! [`RedisStore::purge_namespace`] deletes one namespace's keys (demos, set-ups); it never
+//! touches other keys of the server.
 //!
 //! ## Errors
 //!
@@ -117,5 +124,6 @@ mod wakeups;
 
 pub use config::{
     check_eviction_policy, check_namespace, persistence_warnings, ConnectError, RedisConfig,
+    DEFAULT_NAMESPACE, NAMESPACE_PARAM,
 };
 pub use store::{RedisStore, MAX_CLAIM_BATCH};

@@ -1,11 +1,11 @@
 //! The Lua scripts (one per operation, `lua/*.lua`) and the plumbing to run them.
 //!
 //! Each script is the shared `lua/prelude.lua` followed by the operation's file, compiled into
-//! the binary with `include_str!` and run with `EVALSHA`. `redis::Script::invoke_async` reloads
-//! a script the server does not know (`NOSCRIPT`: after a restart, a failover or
-//! `SCRIPT FLUSH`) and re-sends it, which is safe because a `NOSCRIPT` reply means nothing ran.
-//! A flush racing that reload can still surface `NOSCRIPT` once more, so [`ScriptRunner::run`]
-//! retries a bounded number of times.
+//! the binary with `include_str!` and run with `EVALSHA`. [`ScriptRunner::run`] loads a script
+//! the server does not know (`NOSCRIPT`: after a restart, a failover or `SCRIPT FLUSH`) and
+//! re-sends it, which is safe because a `NOSCRIPT` reply means nothing ran. A flush racing
+//! that reload can surface `NOSCRIPT` once more, so the runner retries a bounded number of
+//! times.
 
 use docket_core::store::StoreError;
 use redis::aio::ConnectionManager;
@@ -83,8 +83,10 @@ impl Scripts {
     }
 }
 
-/// How many times a script is re-sent after `NOSCRIPT` (each attempt reloads it first).
-const NOSCRIPT_ATTEMPTS: usize = 3;
+/// How many times a script is sent in all when the server answers `NOSCRIPT` (each retry
+/// loads it first). A `SCRIPT FLUSH` or a restart racing the reload is the only way to use
+/// more than two.
+const NOSCRIPT_ATTEMPTS: usize = 4;
 
 /// Runs scripts over the shared connection manager.
 pub(crate) struct ScriptRunner<'a> {
@@ -93,6 +95,12 @@ pub(crate) struct ScriptRunner<'a> {
 
 impl ScriptRunner<'_> {
     /// Runs `script` with `keys` and `args` and returns its reply array.
+    ///
+    /// The script is sent with `EVALSHA`. A `NOSCRIPT` reply proves that nothing ran (the
+    /// server lost its script cache: a restart, a failover or `SCRIPT FLUSH`), so the runner
+    /// loads the script and sends it again. The load is a read as far as error mapping goes: a
+    /// connection lost while loading is a retryable `Unavailable`, never `Ambiguous`, because
+    /// the operation itself has not run yet.
     pub(crate) async fn run(
         &self,
         script: &Script,
@@ -100,28 +108,35 @@ impl ScriptRunner<'_> {
         args: &[Vec<u8>],
         access: Access,
     ) -> Result<Reply, StoreError> {
-        let mut invocation = script.prepare_invoke();
-        for key in keys {
-            invocation.key(key);
-        }
+        let mut evalsha = redis::cmd("EVALSHA");
+        evalsha.arg(script.get_hash()).arg(keys.len()).arg(keys);
         for arg in args {
-            invocation.arg(arg.as_slice());
+            evalsha.arg(arg.as_slice());
         }
         let mut conn = self.conn.clone();
         let mut attempt = 1;
         loop {
-            match invocation.invoke_async::<Value>(&mut conn).await {
+            match evalsha.query_async::<Value>(&mut conn).await {
                 Ok(value) => return Reply::from_value(value),
-                Err(err)
-                    if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
-                        && attempt < NOSCRIPT_ATTEMPTS =>
-                {
+                Err(err) if is_noscript(&err) && attempt < NOSCRIPT_ATTEMPTS => {
                     attempt += 1;
+                    tracing::debug!(
+                        sha = script.get_hash(),
+                        "script unknown to the server (NOSCRIPT): loading it"
+                    );
+                    script
+                        .load_async(&mut conn)
+                        .await
+                        .map_err(|e| map_redis_error(&e, Access::Read))?;
                 }
                 Err(err) => return Err(map_redis_error(&err, access)),
             }
         }
     }
+}
+
+fn is_noscript(err: &redis::RedisError) -> bool {
+    err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) || err.code() == Some("NOSCRIPT")
 }
 
 fn protocol(detail: impl Into<String>) -> StoreError {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use docket_conformance::{Capabilities, Harness};
 use docket_core::model::{GraphRef, OwnerScope, RunId};
-use docket_core::store::{Backend, StoreError};
+use docket_core::store::{Backend, Message, StoreError};
 
 use crate::error::Access;
 use crate::keys::{seq_member, Keys};
@@ -58,16 +58,42 @@ impl RedisHarness {
     /// Connects a store under a fresh namespace, returning it with its guard.
     ///
     /// # Errors
-    /// Any failure to connect (the server is unreachable, or evicts keys).
+    /// Any failure to connect (the server is unreachable, or evicts keys); the message names
+    /// the server and [`URL_VAR`].
     pub async fn open_store(&self) -> Result<(RedisStore, RedisGuard), StoreError> {
+        self.probe().await?;
         let namespace = fresh_namespace();
-        let store = RedisStore::connect(RedisConfig::new(&self.url, &namespace)).await?;
+        let store = RedisStore::connect(RedisConfig::new(&self.url, &namespace))
+            .await
+            .map_err(|e| self.unreachable(e))?;
         let guard = RedisGuard {
             url: self.url.clone(),
             keys: store.keys().clone(),
             store: store.clone(),
         };
         Ok((store, guard))
+    }
+
+    /// One connection attempt, so a missing server fails a case at once rather than after
+    /// the store's reconnection back-off.
+    async fn probe(&self) -> Result<(), StoreError> {
+        let client = redis::Client::open(self.url.as_str()).map_err(|e| self.unreachable(e))?;
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        redis::cmd("PING")
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| self.unreachable(e))
+    }
+
+    fn unreachable(&self, error: impl std::fmt::Display) -> StoreError {
+        StoreError::permanent(Message(format!(
+            "the Redis test server {} cannot be used ({error}); start it (`cargo xtask \
+             services`) or point {URL_VAR} at one",
+            self.url
+        )))
     }
 }
 

@@ -1,10 +1,16 @@
 //! Backend URLs: `sqlite://path` (default `sqlite://docket.db`), `memory://`,
 //! `postgres://…`, `redis://…`.
+//!
+//! A `redis://` (or `rediss://`) URL may name the key namespace as a query parameter:
+//! `redis://127.0.0.1:6379/0?namespace=prod` (default `docket`); every other part of the URL
+//! goes to the Redis client unchanged.
 
 use std::sync::Arc;
 
 use docket_core::memory::MemoryStore;
 use docket_core::store::Backend;
+#[cfg(feature = "redis")]
+use docket_core::store::StoreError;
 
 use crate::error::DocketError;
 
@@ -20,7 +26,7 @@ pub enum BackendUrl {
     Memory,
     /// `postgres://` or `postgresql://`.
     Postgres(String),
-    /// `redis://` or `rediss://`.
+    /// `redis://` or `rediss://`, optionally with `?namespace=NAME` (default `docket`).
     Redis(String),
 }
 
@@ -67,8 +73,32 @@ pub async fn connect_backend(url: &str) -> Result<Arc<dyn Backend>, DocketError>
         BackendUrl::Memory => Ok(Arc::new(MemoryStore::new())),
         BackendUrl::Sqlite(url) => sqlite(&url).await,
         BackendUrl::Postgres(_) => not_available("postgres", cfg!(feature = "postgres")),
-        BackendUrl::Redis(_) => not_available("redis", cfg!(feature = "redis")),
+        BackendUrl::Redis(url) => redis(&url).await,
     }
+}
+
+#[cfg(feature = "redis")]
+async fn redis(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    Ok(Arc::new(connect_redis(url).await?))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn redis(_url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    not_available("redis", false)
+}
+
+/// Opens the Redis store named by a `redis://…[?namespace=NAME]` URL (default namespace
+/// `docket`), with the server checks of [`docket_redis::RedisStore::connect`].
+///
+/// # Errors
+/// A store error for an invalid namespace or URL, an unreachable server, or a server that
+/// may evict keys.
+#[cfg(feature = "redis")]
+pub async fn connect_redis(url: &str) -> Result<docket_redis::RedisStore, DocketError> {
+    let config = docket_redis::RedisConfig::from_url(url).map_err(StoreError::from)?;
+    Ok(docket_redis::RedisStore::connect(config)
+        .await
+        .map_err(StoreError::from)?)
 }
 
 #[cfg(feature = "sqlite")]
@@ -118,13 +148,29 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn postgres_and_redis_name_their_feature() {
-        for (url, feature) in [
-            ("postgres://localhost/db", "postgres"),
-            ("redis://127.0.0.1", "redis"),
-        ] {
-            let err = connect_backend(url).await.expect_err("not wired");
-            assert!(err.to_string().contains(&format!("`{feature}`")), "{err}");
-        }
+    async fn postgres_names_its_feature() {
+        let err = connect_backend("postgres://localhost/db")
+            .await
+            .expect_err("not wired");
+        assert!(err.to_string().contains("`postgres`"), "{err}");
+    }
+
+    #[cfg(not(feature = "redis"))]
+    #[tokio::test]
+    async fn redis_names_its_feature_when_compiled_out() {
+        let err = connect_backend("redis://127.0.0.1")
+            .await
+            .expect_err("compiled out");
+        assert!(err.to_string().contains("`redis`"), "{err}");
+    }
+
+    #[cfg(feature = "redis")]
+    #[tokio::test]
+    async fn a_bad_redis_namespace_is_refused_before_connecting() {
+        // Port 1: nothing listens, so only the namespace check can answer.
+        let err = connect_backend("redis://127.0.0.1:1?namespace=a*b")
+            .await
+            .expect_err("invalid namespace");
+        assert!(err.to_string().contains("a*b"), "{err}");
     }
 }

@@ -6,8 +6,13 @@
 //! * `cargo xtask recovery` — the crash-recovery check: SIGKILL `docket demo` mid-run, then
 //!   `docket worker --until-idle` on the same SQLite file must finish every run with a sound
 //!   history (also run by `ci`).
+//! * `cargo xtask redis-restart [--runs N]` — restart a private Redis server while
+//!   `docket worker` processes drive N runs on it: they must reconnect, reload their scripts
+//!   and finish every run with a sound history (run by `ci` with 60 runs).
 
 mod recovery;
+mod redis_restart;
+mod redis_server;
 
 use std::env;
 use std::net::{SocketAddr, TcpStream};
@@ -20,8 +25,9 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("services") => services(),
         Some("recovery") => recovery::run(),
+        Some("redis-restart") => redis_restart::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci|services|recovery>");
+            eprintln!("usage: cargo xtask <ci|services|recovery|redis-restart [--runs N]>");
             return ExitCode::from(2);
         }
     };
@@ -53,6 +59,9 @@ pub(crate) fn step(what: &str) {
     eprintln!("\n==> {what}");
 }
 
+/// Runs of the Redis restart check in `ci`: enough to restart mid-way, small enough for seconds.
+const CI_RESTART_RUNS: &str = "60";
+
 fn ci() -> Result {
     let started = Instant::now();
     cargo(&["fmt", "--all", "--check"])?;
@@ -68,6 +77,7 @@ fn ci() -> Result {
     services()?;
     cargo(&["test", "--workspace", "--all-features"])?;
     recovery::run()?;
+    redis_restart::run(&["--runs".to_owned(), CI_RESTART_RUNS.to_owned()])?;
     eprintln!("\nxtask ci: all green in {:.0?}", started.elapsed());
     Ok(())
 }

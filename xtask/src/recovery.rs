@@ -11,8 +11,10 @@
 //! 5. `docket run verify --expect-terminal`: every run terminal, every history sound
 //!    (checkpoint seqs exactly 1..n, no repeat, contiguous events); and no run failed.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::{cargo, step, Result};
@@ -42,7 +44,7 @@ pub fn run() -> Result {
 }
 
 /// The binary cargo just built, in the workspace's target dir.
-fn binary() -> Result<PathBuf> {
+pub(crate) fn binary() -> Result<PathBuf> {
     let target = match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -70,11 +72,14 @@ fn scenario(docket: &Path, dir: &Path) -> Result {
         .stderr(log_err)
         .spawn()
         .map_err(|e| format!("cannot start docket demo: {e}"))?;
-    let progress = wait_for_progress(docket, &url, &mut demo);
+    let progress = wait_for_progress(docket, &url, &dir.join("demo.log"), &mut demo);
     // SIGKILL, whatever happened: a demo must never outlive the check.
     let _ = demo.kill();
     let _ = demo.wait();
-    let finished_at_kill = progress?;
+    let finished_at_kill = progress.map_err(|e| {
+        let log = std::fs::read_to_string(dir.join("demo.log")).unwrap_or_default();
+        format!("{e}; the demo printed:\n{log}")
+    })?;
     let unfinished = count(docket, &url, &["running", "waiting"])?;
     eprintln!(
         "recovery: killed the demo with SIGKILL after {finished_at_kill} of {RUNS} runs finished; {unfinished} unfinished"
@@ -130,7 +135,11 @@ fn scenario(docket: &Path, dir: &Path) -> Result {
 }
 
 /// Waits until every run exists and some have finished; returns how many finished.
-fn wait_for_progress(docket: &Path, url: &str, demo: &mut Child) -> Result<usize> {
+///
+/// Nothing opens the store before the demo has printed its header (its store is created and
+/// migrated, its graphs saved): a listing racing the demo's creation of a fresh SQLite file
+/// can make the demo's own start-up fail with `database is locked`.
+fn wait_for_progress(docket: &Path, url: &str, log: &Path, demo: &mut Child) -> Result<usize> {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         if let Ok(Some(status)) = demo.try_wait() {
@@ -138,10 +147,14 @@ fn wait_for_progress(docket: &Path, url: &str, demo: &mut Child) -> Result<usize
                 "docket demo exited ({status}) before it could be killed"
             ));
         }
-        // The file may not exist yet, or the demo may hold the write lock: retry.
-        if let (Ok(total), Ok(done)) = (count(docket, url, &[]), count(docket, url, &["done"])) {
-            if total == RUNS && done >= 5 {
-                return Ok(done);
+        let started = std::fs::read_to_string(log).is_ok_and(|l| l.contains("docket demo:"));
+        if started {
+            // The demo may hold the write lock: a failed listing is retried.
+            if let (Ok(total), Ok(done)) = (count(docket, url, &[]), count(docket, url, &["done"]))
+            {
+                if total == RUNS && done >= 5 {
+                    return Ok(done);
+                }
             }
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -149,18 +162,27 @@ fn wait_for_progress(docket: &Path, url: &str, demo: &mut Child) -> Result<usize
     Err("docket demo showed no progress within 60 s".into())
 }
 
-fn run_with_deadline(command: &mut Command, limit: Duration, what: &str) -> Result<Output> {
+/// Runs `command` to completion within `limit`, capturing its output. The pipes are drained
+/// while it runs, so a large output (a JSON listing of hundreds of runs) cannot fill a pipe
+/// and stall the child.
+pub(crate) fn run_with_deadline(
+    command: &mut Command,
+    limit: Duration,
+    what: &str,
+) -> Result<Output> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start {what}: {e}"))?;
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
     let deadline = Instant::now() + limit;
-    loop {
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -168,10 +190,12 @@ fn run_with_deadline(command: &mut Command, limit: Duration, what: &str) -> Resu
             }
             Err(e) => return Err(format!("{what}: {e}")),
         }
-    }
-    let output = child
-        .wait_with_output()
-        .map_err(|e| format!("{what}: {e}"))?;
+    };
+    let output = Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
     if output.status.success() {
         Ok(output)
     } else {
@@ -184,8 +208,19 @@ fn run_with_deadline(command: &mut Command, limit: Duration, what: &str) -> Resu
     }
 }
 
+/// Reads a pipe to its end on a thread.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
 /// Runs `docket <args> --backend URL` and returns its stdout.
-fn docket_out(docket: &Path, url: &str, args: &[&str]) -> Result<String> {
+pub(crate) fn docket_out(docket: &Path, url: &str, args: &[&str]) -> Result<String> {
     let output = run_with_deadline(
         Command::new(docket).args(args).args(["--backend", url]),
         Duration::from_secs(30),
@@ -195,7 +230,7 @@ fn docket_out(docket: &Path, url: &str, args: &[&str]) -> Result<String> {
 }
 
 /// How many runs have one of `statuses` (all runs when empty).
-fn count(docket: &Path, url: &str, statuses: &[&str]) -> Result<usize> {
+pub(crate) fn count(docket: &Path, url: &str, statuses: &[&str]) -> Result<usize> {
     let mut args = vec!["run", "list", "--json"];
     for s in statuses {
         args.extend(["--status", s]);
@@ -204,7 +239,7 @@ fn count(docket: &Path, url: &str, statuses: &[&str]) -> Result<usize> {
 }
 
 /// Resolves every open interrupt of every waiting run with `true`; returns how many.
-fn resolve_approvals(docket: &Path, url: &str) -> Result<usize> {
+pub(crate) fn resolve_approvals(docket: &Path, url: &str) -> Result<usize> {
     let listing = docket_out(
         docket,
         url,

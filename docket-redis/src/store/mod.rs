@@ -1,5 +1,6 @@
 //! [`RedisStore`]: connection, server checks, and the helpers shared by the operations.
 
+mod admin;
 mod claims;
 mod graphs;
 mod reads;

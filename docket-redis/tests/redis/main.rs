@@ -2,6 +2,7 @@
 //! default `redis://127.0.0.1:6379`). Each test uses its own namespace; an unreachable server
 //! fails the tests.
 
+mod admin;
 mod claims;
 mod common;
 mod corruption;

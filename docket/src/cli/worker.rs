@@ -98,7 +98,17 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
         loop {
             tokio::time::sleep(check).await;
             let state =
-                idle_state(docket.backend().as_ref(), docket.engine().clock().as_ref()).await?;
+                match idle_state(docket.backend().as_ref(), docket.engine().clock().as_ref()).await
+                {
+                    Ok(state) => state,
+                    // The store is briefly away (a restart, a failover): the workers ride it
+                    // out, and so does the idle check.
+                    Err(e) if e.is_retryable() => {
+                        tracing::warn!(error = %e, "docket.worker.idle_check");
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
             if state.is_idle() {
                 eprintln!(
                     "docket worker: idle ({} waiting for a signal, {} poisoned)",

@@ -16,6 +16,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use docket::core::model::{GraphRef, RunId, RunQuery, RunStatus};
+use docket::core::store::Backend;
 use docket::engine::{DrainBudget, Worker, WorkerConfig, WorkerStats};
 use docket::examples::{Example, EXAMPLES};
 use docket::{Docket, DocketError, StartOptions};
@@ -29,6 +30,8 @@ pub const DEFAULT_DEMO_URL: &str = "sqlite://docket-demo.db";
 /// The demo's orphan TTL: short, so a killed worker's runs are recovered within seconds.
 const ORPHAN_TTL_MS: u64 = 2_000;
 
+/// On Redis the demo works in the namespace named by the URL (`?namespace=`), or
+/// `docket-demo` when it names none, and deletes that namespace's keys first.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Runs to start (spread over the example graphs).
@@ -46,6 +49,10 @@ pub struct DemoArgs {
     /// Give up (and report stuck runs) after this many seconds.
     #[arg(long, default_value_t = 120)]
     timeout_s: u64,
+    /// Only recreate the store, publish the graphs and start the runs, then exit: no
+    /// in-process workers (drive the runs with `docket worker` processes instead).
+    #[arg(long)]
+    no_workers: bool,
 }
 
 /// The demo's worker configuration: a 2 s orphan TTL with a matching drain budget (1.5 s) and
@@ -65,8 +72,45 @@ fn demo_config(concurrency: usize) -> WorkerConfig {
     }
 }
 
-/// Removes the demo's SQLite files so every demo starts from an empty store.
-fn fresh_store(url: &str) -> Result<(), DocketError> {
+/// The namespace the demo uses on Redis when the URL names none: never the default
+/// `docket` namespace, because the demo deletes its namespace's keys first.
+const DEMO_NAMESPACE: &str = "docket-demo";
+
+/// `url`, with `namespace=docket-demo` added to a Redis URL that names no namespace.
+fn demo_url(url: &str) -> String {
+    let is_redis = matches!(
+        docket::BackendUrl::parse(url),
+        Ok(docket::BackendUrl::Redis(_))
+    );
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let named = query
+        .split('&')
+        .any(|pair| pair == "namespace" || pair.starts_with("namespace="));
+    if !is_redis || named {
+        return url.to_owned();
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}namespace={DEMO_NAMESPACE}")
+}
+
+/// Opens the demo's store emptied, so every demo starts from scratch: the SQLite files are
+/// removed first; a Redis namespace has every key deleted.
+async fn open_fresh_store(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    #[cfg(feature = "redis")]
+    if matches!(
+        docket::BackendUrl::parse(url),
+        Ok(docket::BackendUrl::Redis(_))
+    ) {
+        let store = docket::connect::connect_redis(url).await?;
+        store.purge_namespace().await?;
+        return Ok(Arc::new(store));
+    }
+    remove_sqlite_files(url)?;
+    docket::connect_backend(url).await
+}
+
+/// Removes the demo's SQLite files (nothing for other backends).
+fn remove_sqlite_files(url: &str) -> Result<(), DocketError> {
     #[cfg(feature = "sqlite")]
     if url.starts_with("sqlite://") {
         let parsed = docket_sqlite::parse_url(url)?;
@@ -102,8 +146,8 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
             "--runs and --workers must be positive".into(),
         ));
     }
-    fresh_store(url)?;
-    let backend = docket::connect_backend(url).await?;
+    let url = &demo_url(url);
+    let backend = open_fresh_store(url).await?;
     let docket = Docket::builder(backend, docket::nodes::registry())
         .config(demo_config(args.concurrency))
         .build()?;
@@ -111,18 +155,28 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
     for example in EXAMPLES {
         refs.push((example, docket.save_graph_json(example.json).await?));
     }
-    println!(
-        "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({url})",
-        args.runs,
-        refs.len(),
-        args.workers,
-        args.concurrency
-    );
+    if !args.no_workers {
+        println!(
+            "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({url})",
+            args.runs,
+            refs.len(),
+            args.workers,
+            args.concurrency
+        );
+    }
     for n in 0..args.runs {
         let (example, graph_ref) = &refs[n % refs.len()];
         docket
             .start_run(graph_ref, example.input(n), StartOptions::default())
             .await?;
+    }
+    if args.no_workers {
+        println!(
+            "docket demo: started {} runs of {} graphs ({url}); no workers (--no-workers): drive them with `docket worker --backend URL`",
+            args.runs,
+            refs.len()
+        );
+        return Ok(ExitCode::SUCCESS);
     }
 
     let started = Instant::now();
@@ -246,5 +300,27 @@ async fn resolve_approvals(docket: Docket, mut stop: watch::Receiver<bool>) {
             () = tokio::time::sleep(Duration::from_millis(100)) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_never_empties_the_default_redis_namespace() {
+        assert_eq!(
+            demo_url("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379?namespace=docket-demo"
+        );
+        assert_eq!(
+            demo_url("redis://h/0?protocol=resp3"),
+            "redis://h/0?protocol=resp3&namespace=docket-demo"
+        );
+        assert_eq!(
+            demo_url("redis://h?namespace=mine"),
+            "redis://h?namespace=mine"
+        );
+        assert_eq!(demo_url("sqlite://d.db"), "sqlite://d.db");
     }
 }
