@@ -19,7 +19,7 @@ use crate::store::{scope_binds, PostgresStore};
 
 /// One returned row of the claim statement, before it becomes a lease or a poison outcome.
 struct Outcome {
-    key: (i64, i32, i64),
+    key: (i64, i32, String),
     result: Result<ClaimLease, PoisonedClaim>,
 }
 
@@ -30,7 +30,6 @@ fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
 fn decode_outcome(row: &PgRow, policy: &ClaimPolicy) -> Result<Outcome, StoreError> {
     let run_id: String = row.try_get("run_id").map_err(error::safe)?;
     let get = |e: sqlx::Error| corrupt(&run_id, e);
-    let id: i64 = row.try_get("id").map_err(get)?;
     let class: i32 = row.try_get("class").map_err(get)?;
     let eligible_at: i64 = row.try_get("eligible_at").map_err(get)?;
     let id_of = RunId::new(run_id.clone()).map_err(|e| corrupt(&run_id, e))?;
@@ -66,7 +65,7 @@ fn decode_outcome(row: &PgRow, policy: &ClaimPolicy) -> Result<Outcome, StoreErr
         })
     };
     Ok(Outcome {
-        key: (eligible_at, class, id),
+        key: (eligible_at, class, run_id),
         result,
     })
 }
@@ -114,7 +113,7 @@ impl PostgresStore {
             .map(|row| decode_outcome(row, policy))
             .collect::<Result<Vec<_>, _>>()?;
         // Selection order, as `rules::claim_order::select` returns it.
-        outcomes.sort_by_key(|o| o.key);
+        outcomes.sort_by(|a, b| a.key.cmp(&b.key));
         let mut batch = ClaimBatch::default();
         for outcome in outcomes {
             match outcome.result {
