@@ -143,6 +143,54 @@ impl PostgresStore {
         Ok(lines.join("\n"))
     }
 
+    /// The generic plan of `claim_due` under `policy`: the plan a prepared claim statement
+    /// may switch to after its first executions, when PostgreSQL plans it once for any
+    /// parameter values (`plan_cache_mode = force_generic_plan`, `EXPLAIN EXECUTE`). Nothing
+    /// is executed or left behind (the prepared statement is deallocated and the setting is
+    /// transaction-local).
+    ///
+    /// # Errors
+    /// Infrastructure errors.
+    pub async fn explain_claim_generic(&self, policy: &ClaimPolicy) -> Result<String, StoreError> {
+        const NAME: &str = "docket_explain_claim_due";
+        let preference = preference_code(policy.preference)
+            .map_or_else(|| "NULL".to_owned(), |code| code.to_string());
+        // Every argument is a number rendered by us, so the text is safe to interpolate.
+        let execute = format!(
+            "EXPLAIN EXECUTE {NAME}({}, {}, {}, {}, {preference})",
+            policy.now.as_micros(),
+            expiry_cutoff(policy),
+            policy.limit.get(),
+            policy.max_claim_attempts.get(),
+        );
+        let mut conn = self.conn().await?;
+        let plan = {
+            let mut tx = conn.begin().await.map_err(error::safe)?;
+            let prepared = sqlx::raw_sql(&format!(
+                "SET LOCAL plan_cache_mode = force_generic_plan;
+                 PREPARE {NAME}(bigint, bigint, bigint, bigint, integer) AS {}",
+                self.sql().claim_due
+            ))
+            .execute(&mut *tx)
+            .await;
+            let plan = match prepared {
+                Ok(_) => sqlx::query_scalar::<_, String>(&execute)
+                    .persistent(false)
+                    .fetch_all(&mut *tx)
+                    .await,
+                Err(e) => Err(e),
+            };
+            let _ = tx.rollback().await;
+            plan
+        };
+        // Prepared statements outlive transactions: remove it whatever happened above.
+        let _ = sqlx::raw_sql(&format!("DEALLOCATE {NAME}"))
+            .execute(&mut *conn)
+            .await;
+        let lines = plan.map_err(error::safe)?;
+        Ok(lines.join("\n"))
+    }
+
     pub(crate) async fn do_refresh(
         &self,
         run_id: &RunId,

@@ -10,7 +10,7 @@ use docket_core::store::StoreError;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::query::Query;
-use sqlx::{Connection, PgConnection, Postgres};
+use sqlx::{Connection, Executor, PgConnection, Postgres};
 
 use crate::error;
 use crate::migrations;
@@ -108,6 +108,28 @@ impl PostgresStore {
     pub async fn connect_url(url: &str) -> Result<Self, StoreError> {
         let (url, options) = crate::options::parse_url(url)?;
         Self::connect(&url, options).await
+    }
+
+    /// Drops the schema named by `url` (`?schema=`, default [`crate::DEFAULT_SCHEMA`]) with
+    /// everything in it — every run, event and graph version Docket stored there — and
+    /// returns its name. Irreversible: meant for demos and tests that need an empty store.
+    /// A missing schema is not an error.
+    ///
+    /// # Errors
+    /// `InvalidArgument` (bad URL or options), `Unavailable` (server unreachable, or the
+    /// schema is locked by live sessions past the server's lock timeout).
+    pub async fn drop_schema(url: &str) -> Result<String, StoreError> {
+        let (url, options) = crate::options::parse_url(url)?;
+        let connect = PgConnectOptions::from_str(&url)
+            .map_err(|e| StoreError::invalid_argument(format!("connection URL: {e}")))?;
+        let mut conn = PgConnection::connect_with(&connect)
+            .await
+            .map_err(error::safe)?;
+        let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", options.schema);
+        let dropped = (&mut conn).execute(sql.as_str()).await;
+        let _ = conn.close().await;
+        dropped.map_err(error::sent)?;
+        Ok(options.schema)
     }
 
     /// The schema holding this store's tables.

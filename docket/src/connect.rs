@@ -1,5 +1,9 @@
 //! Backend URLs: `sqlite://path` (default `sqlite://docket.db`), `memory://`,
 //! `postgres://…`, `redis://…`.
+//!
+//! PostgreSQL URLs are the driver's (`postgres://user@host:port/db?sslmode=…`) plus Docket's
+//! own parameters `schema=NAME` (default `docket`), `pool_size=N` and `poll_only=true` (see
+//! `docket_postgres::parse_url`); connecting brings the schema up to date.
 
 use std::sync::Arc;
 
@@ -66,7 +70,7 @@ pub async fn connect_backend(url: &str) -> Result<Arc<dyn Backend>, DocketError>
     match BackendUrl::parse(url)? {
         BackendUrl::Memory => Ok(Arc::new(MemoryStore::new())),
         BackendUrl::Sqlite(url) => sqlite(&url).await,
-        BackendUrl::Postgres(_) => not_available("postgres", cfg!(feature = "postgres")),
+        BackendUrl::Postgres(url) => postgres(&url).await,
         BackendUrl::Redis(_) => not_available("redis", cfg!(feature = "redis")),
     }
 }
@@ -80,6 +84,17 @@ async fn sqlite(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
 #[cfg(not(feature = "sqlite"))]
 async fn sqlite(_url: &str) -> Result<Arc<dyn Backend>, DocketError> {
     not_available("sqlite", false)
+}
+
+#[cfg(feature = "postgres")]
+async fn postgres(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    let store = docket_postgres::PostgresStore::connect_url(url).await?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn postgres(_url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    not_available("postgres", false)
 }
 
 fn not_available(feature: &'static str, compiled: bool) -> Result<Arc<dyn Backend>, DocketError> {
@@ -118,13 +133,28 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn postgres_and_redis_name_their_feature() {
-        for (url, feature) in [
-            ("postgres://localhost/db", "postgres"),
-            ("redis://127.0.0.1", "redis"),
-        ] {
-            let err = connect_backend(url).await.expect_err("not wired");
-            assert!(err.to_string().contains(&format!("`{feature}`")), "{err}");
-        }
+    async fn redis_names_its_feature() {
+        let err = connect_backend("redis://127.0.0.1")
+            .await
+            .expect_err("not wired");
+        assert!(err.to_string().contains("`redis`"), "{err}");
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[tokio::test]
+    async fn postgres_names_its_feature_when_compiled_out() {
+        let err = connect_backend("postgres://localhost/db")
+            .await
+            .expect_err("compiled out");
+        assert!(err.to_string().contains("`postgres`"), "{err}");
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn a_bad_postgres_url_is_refused_before_connecting() {
+        let err = connect_backend("postgres://localhost/db?schema=Not-Valid")
+            .await
+            .expect_err("bad schema name");
+        assert!(err.to_string().contains("schema name"), "{err}");
     }
 }

@@ -6,6 +6,7 @@
 //! [`SchemaGuard`] is dropped. The server is found through `DOCKET_TEST_POSTGRES_URL`
 //! (default [`DEFAULT_TEST_URL`]); an unreachable server fails the case, it never skips it.
 
+mod bulk;
 mod harness;
 
 use docket_core::model::{GraphRef, OperationalState, OwnerScope, RunId, Scope};
@@ -17,6 +18,7 @@ use crate::codec::decode_run_row;
 use crate::error;
 use crate::store::{scope_binds, PostgresStore};
 
+pub use bulk::{bulk_insert_runs, BulkRuns};
 pub use harness::{fresh_schema_name, test_url, PostgresHarness, SchemaGuard, DEFAULT_TEST_URL};
 
 /// The store's pool, for tests that need raw SQL.

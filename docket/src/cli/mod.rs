@@ -17,8 +17,9 @@ use docket::{Docket, DocketError};
 #[derive(Debug, Parser)]
 #[command(name = "docket", version, about)]
 pub struct Cli {
-    /// Backend URL: sqlite://PATH, memory://, postgres://… or redis://… [default: sqlite://docket.db;
-    /// for `demo`: sqlite://docket-demo.db]
+    /// Backend URL: sqlite://PATH, memory://, postgres://…[?schema=NAME] or redis://…
+    /// [default: sqlite://docket.db; for `demo`: sqlite://docket-demo.db, and a postgres://
+    /// demo URL without schema= uses (and recreates) schema docket_demo]
     #[arg(long, global = true, env = "DOCKET_BACKEND")]
     backend: Option<String>,
     #[command(subcommand)]

@@ -26,6 +26,10 @@ use super::{json as render, CliResult};
 /// The demo's default store, recreated on every run.
 pub const DEFAULT_DEMO_URL: &str = "sqlite://docket-demo.db";
 
+/// The schema the demo recreates when a PostgreSQL URL names none (never the default
+/// `docket` schema, which may hold real runs).
+pub const DEFAULT_DEMO_SCHEMA: &str = "docket_demo";
+
 /// The demo's orphan TTL: short, so a killed worker's runs are recovered within seconds.
 const ORPHAN_TTL_MS: u64 = 2_000;
 
@@ -46,6 +50,10 @@ pub struct DemoArgs {
     /// Give up (and report stuck runs) after this many seconds.
     #[arg(long, default_value_t = 120)]
     timeout_s: u64,
+    /// Only publish the graphs and start the runs, then exit: `docket worker` processes
+    /// drive them (prints the URL to give them).
+    #[arg(long)]
+    no_workers: bool,
 }
 
 /// The demo's worker configuration: a 2 s orphan TTL with a matching drain budget (1.5 s) and
@@ -65,8 +73,10 @@ fn demo_config(concurrency: usize) -> WorkerConfig {
     }
 }
 
-/// Removes the demo's SQLite files so every demo starts from an empty store.
-fn fresh_store(url: &str) -> Result<(), DocketError> {
+/// Empties the demo's store so every demo starts from nothing, and returns the URL to use:
+/// SQLite files are removed; a PostgreSQL schema is dropped (the URL's `schema=`, or
+/// [`DEFAULT_DEMO_SCHEMA`] added to the URL when it names none).
+async fn fresh_store(url: &str) -> Result<String, DocketError> {
     #[cfg(feature = "sqlite")]
     if url.starts_with("sqlite://") {
         let parsed = docket_sqlite::parse_url(url)?;
@@ -86,8 +96,30 @@ fn fresh_store(url: &str) -> Result<(), DocketError> {
             }
         }
     }
-    let _ = url;
-    Ok(())
+    #[cfg(feature = "postgres")]
+    if matches!(
+        docket::BackendUrl::parse(url),
+        Ok(docket::BackendUrl::Postgres(_))
+    ) {
+        let url = with_demo_schema(url);
+        docket_postgres::PostgresStore::drop_schema(&url).await?;
+        return Ok(url);
+    }
+    Ok(url.to_owned())
+}
+
+/// `url` with `schema=docket_demo` added when it names no schema.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+fn with_demo_schema(url: &str) -> String {
+    let names_schema = url
+        .split_once('?')
+        .is_some_and(|(_, query)| query.split('&').any(|p| p.starts_with("schema=")));
+    if names_schema {
+        url.to_owned()
+    } else {
+        let separator = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{separator}schema={DEFAULT_DEMO_SCHEMA}")
+    }
 }
 
 /// The worker killed mid-drain and the claims it held.
@@ -102,7 +134,7 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
             "--runs and --workers must be positive".into(),
         ));
     }
-    fresh_store(url)?;
+    let url = &fresh_store(url).await?;
     let backend = docket::connect_backend(url).await?;
     let docket = Docket::builder(backend, docket::nodes::registry())
         .config(demo_config(args.concurrency))
@@ -111,18 +143,33 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
     for example in EXAMPLES {
         refs.push((example, docket.save_graph_json(example.json).await?));
     }
-    println!(
-        "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({url})",
-        args.runs,
-        refs.len(),
-        args.workers,
-        args.concurrency
-    );
+    if args.no_workers {
+        println!(
+            "docket demo: {} runs of {} graphs, no workers ({url})",
+            args.runs,
+            refs.len()
+        );
+    } else {
+        println!(
+            "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({url})",
+            args.runs,
+            refs.len(),
+            args.workers,
+            args.concurrency
+        );
+    }
     for n in 0..args.runs {
         let (example, graph_ref) = &refs[n % refs.len()];
         docket
             .start_run(graph_ref, example.input(n), StartOptions::default())
             .await?;
+    }
+    if args.no_workers {
+        println!(
+            "started {} runs; drive them with: docket worker --backend '{url}' --until-idle",
+            args.runs
+        );
+        return Ok(ExitCode::SUCCESS);
     }
 
     let started = Instant::now();
@@ -246,5 +293,26 @@ async fn resolve_approvals(docket: Docket, mut stop: watch::Receiver<bool>) {
             () = tokio::time::sleep(Duration::from_millis(100)) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_postgres_demo_url_gets_the_demo_schema_unless_it_names_one() {
+        assert_eq!(
+            with_demo_schema("postgres://h/db"),
+            "postgres://h/db?schema=docket_demo"
+        );
+        assert_eq!(
+            with_demo_schema("postgres://h/db?sslmode=disable"),
+            "postgres://h/db?sslmode=disable&schema=docket_demo"
+        );
+        assert_eq!(
+            with_demo_schema("postgres://h/db?pool_size=2&schema=mine"),
+            "postgres://h/db?pool_size=2&schema=mine"
+        );
     }
 }
