@@ -116,13 +116,14 @@ async fn plan(args: &[String]) -> Result<(), String> {
     let mut problems = Vec::new();
     for (name, plan) in [("custom", &custom), ("generic", &generic)] {
         println!("\n--- claim_due plan ({name}), limit 10 ---\n{plan}");
-        problems.extend(plan_problems(plan).into_iter().map(|p| format!("{name}: {p}")));
+        problems.extend(
+            plan_problems(plan)
+                .into_iter()
+                .map(|p| format!("{name}: {p}")),
+        );
     }
     let claim_started = Instant::now();
-    let batch = store
-        .claim_due(&policy)
-        .await
-        .map_err(failed("claim"))?;
+    let batch = store.claim_due(&policy).await.map_err(failed("claim"))?;
     println!(
         "\npg-plan: claim_due(limit 10) leased {} runs in {:.1?}; total {:.1?}",
         batch.leases.len(),

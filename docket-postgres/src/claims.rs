@@ -174,10 +174,12 @@ impl PostgresStore {
             .execute(&mut *tx)
             .await;
             let plan = match prepared {
-                Ok(_) => sqlx::query_scalar::<_, String>(&execute)
-                    .persistent(false)
-                    .fetch_all(&mut *tx)
-                    .await,
+                Ok(_) => {
+                    sqlx::query_scalar::<_, String>(&execute)
+                        .persistent(false)
+                        .fetch_all(&mut *tx)
+                        .await
+                }
                 Err(e) => Err(e),
             };
             let _ = tx.rollback().await;

@@ -134,7 +134,10 @@ async fn two_workers_on_separate_connections_drain_the_examples_on_one_schema() 
     let client = Docket::connect(&schema.url).await.expect("connect");
     let mut graphs = Vec::new();
     for example in EXAMPLES {
-        graphs.push((example, client.save_graph_json(example.json).await.expect("save")));
+        graphs.push((
+            example,
+            client.save_graph_json(example.json).await.expect("save"),
+        ));
     }
     // Two facades with their own pools: the stand-ins for two worker processes.
     let (a, b) = (facade(&schema.url).await, facade(&schema.url).await);

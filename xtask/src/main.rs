@@ -6,7 +6,14 @@
 //! * `cargo xtask recovery` — the crash-recovery check: SIGKILL `docket demo` mid-run, then
 //!   `docket worker --until-idle` on the same SQLite file must finish every run with a sound
 //!   history (also run by `ci`).
+//! * `cargo xtask pg-workers [--runs N]` — two `docket worker` processes drain N demo runs
+//!   (default 1,000) on one PostgreSQL schema; every history is checked and the split of the
+//!   work printed (`ci` runs 150).
+//! * `cargo xtask pg-plan [--runs N]` — prints the plan of the claim statement over N pending
+//!   runs (default 100,000, also in `ci`) and fails on a sequential scan of the runs table.
 
+mod cli;
+mod postgres;
 mod recovery;
 
 use std::env;
@@ -16,12 +23,19 @@ use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("services") => services(),
         Some("recovery") => recovery::run(),
+        Some("pg-workers") => postgres::runs_arg(rest, PG_WORKERS_RUNS)
+            .and_then(|runs| services().and_then(|()| postgres::workers(runs))),
+        Some("pg-plan") => postgres::runs_arg(rest, PG_PLAN_RUNS)
+            .and_then(|runs| services().and_then(|()| postgres::plan(runs))),
         _ => {
-            eprintln!("usage: cargo xtask <ci|services|recovery>");
+            eprintln!(
+                "usage: cargo xtask <ci|services|recovery|pg-workers [--runs N]|pg-plan [--runs N]>"
+            );
             return ExitCode::from(2);
         }
     };
@@ -35,6 +49,13 @@ fn main() -> ExitCode {
 }
 
 type Result<T = ()> = std::result::Result<T, String>;
+
+/// Demo runs of `cargo xtask pg-workers` (issue 5: two worker processes drain 1,000 runs).
+const PG_WORKERS_RUNS: usize = 1_000;
+/// The smaller drain `ci` runs.
+const CI_PG_WORKERS_RUNS: usize = 150;
+/// Pending runs of `cargo xtask pg-plan`, in `ci` too (issue 5: 100,000).
+const PG_PLAN_RUNS: usize = 100_000;
 
 pub(crate) fn cargo(args: &[&str]) -> Result {
     step(&format!("cargo {}", args.join(" ")));
@@ -68,7 +89,14 @@ fn ci() -> Result {
     services()?;
     cargo(&["test", "--workspace", "--all-features"])?;
     recovery::run()?;
-    eprintln!("\nxtask ci: all green in {:.0?}", started.elapsed());
+    let postgres = Instant::now();
+    postgres::workers(CI_PG_WORKERS_RUNS)?;
+    postgres::plan(PG_PLAN_RUNS)?;
+    eprintln!(
+        "\nxtask ci: all green in {:.0?} (PostgreSQL checks after the tests: {:.1?})",
+        started.elapsed(),
+        postgres.elapsed()
+    );
     Ok(())
 }
 

@@ -11,25 +11,19 @@
 //! 5. `docket run verify --expect-terminal`: every run terminal, every history sound
 //!    (checkpoint seqs exactly 1..n, no repeat, contiguous events); and no run failed.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{cargo, step, Result};
+use crate::cli::{binary, build_docket, count, resolve_approvals, run_with_deadline};
+use crate::{step, Result};
 
 const RUNS: usize = 60;
 
 pub fn run() -> Result {
     let started = Instant::now();
     step("recovery: SIGKILL `docket demo` mid-run, then finish with `docket worker --until-idle`");
-    cargo(&[
-        "build",
-        "--package",
-        "docket",
-        "--all-features",
-        "--bin",
-        "docket",
-    ])?;
+    build_docket()?;
     let docket = binary()?;
     let dir = std::env::temp_dir().join(format!("docket-recovery-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -39,23 +33,6 @@ pub fn run() -> Result {
     result?;
     eprintln!("recovery: passed in {:.1?}", started.elapsed());
     Ok(())
-}
-
-/// The binary cargo just built, in the workspace's target dir.
-fn binary() -> Result<PathBuf> {
-    let target = match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .ok_or("xtask has no parent directory")?
-            .join("target"),
-    };
-    let path = target.join("debug").join("docket");
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!("the docket binary is not at {}", path.display()))
-    }
 }
 
 fn scenario(docket: &Path, dir: &Path) -> Result {
@@ -147,107 +124,4 @@ fn wait_for_progress(docket: &Path, url: &str, demo: &mut Child) -> Result<usize
         std::thread::sleep(Duration::from_millis(100));
     }
     Err("docket demo showed no progress within 60 s".into())
-}
-
-fn run_with_deadline(command: &mut Command, limit: Duration, what: &str) -> Result<Output> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {what}: {e}"))?;
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{what} did not finish within {limit:?}"));
-            }
-            Err(e) => return Err(format!("{what}: {e}")),
-        }
-    }
-    let output = child
-        .wait_with_output()
-        .map_err(|e| format!("{what}: {e}"))?;
-    if output.status.success() {
-        Ok(output)
-    } else {
-        Err(format!(
-            "{what} failed ({}): {}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ))
-    }
-}
-
-/// Runs `docket <args> --backend URL` and returns its stdout.
-fn docket_out(docket: &Path, url: &str, args: &[&str]) -> Result<String> {
-    let output = run_with_deadline(
-        Command::new(docket).args(args).args(["--backend", url]),
-        Duration::from_secs(30),
-        &format!("docket {}", args.join(" ")),
-    )?;
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-/// How many runs have one of `statuses` (all runs when empty).
-fn count(docket: &Path, url: &str, statuses: &[&str]) -> Result<usize> {
-    let mut args = vec!["run", "list", "--json"];
-    for s in statuses {
-        args.extend(["--status", s]);
-    }
-    Ok(docket_out(docket, url, &args)?.matches("\"id\":").count())
-}
-
-/// Resolves every open interrupt of every waiting run with `true`; returns how many.
-fn resolve_approvals(docket: &Path, url: &str) -> Result<usize> {
-    let listing = docket_out(
-        docket,
-        url,
-        &["run", "list", "--status", "waiting", "--json"],
-    )?;
-    let mut resolved = 0;
-    for run_id in string_values(&listing, "\"id\":") {
-        let shown = docket_out(docket, url, &["run", "show", &run_id, "--json"])?;
-        for interrupt in list_after(&shown, "\"open_interrupts\":") {
-            docket_out(
-                docket,
-                url,
-                &["interrupt", "resolve", &run_id, &interrupt, "true"],
-            )?;
-            resolved += 1;
-        }
-    }
-    Ok(resolved)
-}
-
-/// Every string value following `key` in a JSON text (std-only, for our own output).
-fn string_values(text: &str, key: &str) -> Vec<String> {
-    text.match_indices(key)
-        .filter_map(|(i, _)| {
-            let rest = text[i + key.len()..].trim_start().strip_prefix('"')?;
-            rest.split_once('"').map(|(value, _)| value.to_owned())
-        })
-        .collect()
-}
-
-/// The strings of the JSON array following `key`.
-fn list_after(text: &str, key: &str) -> Vec<String> {
-    let Some(i) = text.find(key) else {
-        return Vec::new();
-    };
-    let rest = &text[i + key.len()..];
-    let Some(end) = rest.find(']') else {
-        return Vec::new();
-    };
-    rest[..end]
-        .split('"')
-        .enumerate()
-        .filter(|(n, _)| n % 2 == 1)
-        .map(|(_, s)| s.to_owned())
-        .collect()
 }

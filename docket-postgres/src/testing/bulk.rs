@@ -70,9 +70,8 @@ pub async fn bulk_insert_runs(
     runs: BulkRuns,
     now: Timestamp,
 ) -> Result<u64, StoreError> {
-    let count = |n: u64| {
-        i64::try_from(n).map_err(|_| StoreError::invalid_argument("too many bulk runs"))
-    };
+    let count =
+        |n: u64| i64::try_from(n).map_err(|_| StoreError::invalid_argument("too many bulk runs"));
     let (pending, claimed, total) = (
         count(runs.pending)?,
         count(runs.claimed)?,
