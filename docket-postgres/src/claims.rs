@@ -15,7 +15,7 @@ use sqlx::{Connection, Row};
 
 use crate::codec::{self, decode_run_row};
 use crate::error;
-use crate::store::{scope_binds, PostgresStore};
+use crate::store::{finish, scope_binds, Finish, PostgresStore};
 
 /// One returned row of the claim statement, before it becomes a lease or a poison outcome.
 struct Outcome {
@@ -285,9 +285,22 @@ impl PostgresStore {
         run_id: &RunId,
         now: Timestamp,
     ) -> Result<Run, StoreError> {
-        let (system, scope_key) = scope_binds(scope);
         let mut conn = self.conn().await?;
         let mut tx = conn.begin().await.map_err(error::safe)?;
+        let outcome = self.retry_poisoned_in(&mut tx, scope, run_id, now).await;
+        finish(tx, outcome).await
+    }
+
+    /// The body of `retry_poisoned_run` inside its transaction: lock and decode the row, apply
+    /// the rule, write the operational columns when it changed anything.
+    async fn retry_poisoned_in(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Finish<Run>, StoreError> {
+        let (system, scope_key) = scope_binds(scope);
         let row = self
             .q(&self.sql().select_run_for_update)
             .bind(run_id.as_str())
@@ -301,7 +314,7 @@ impl PostgresStore {
         };
         let mut stored = decode_run_row(&row)?;
         if !ops::apply_retry_poisoned(stored.run.status, &mut stored.ops, now)? {
-            return Ok(stored.run);
+            return Ok(Finish::Rollback(stored.run));
         }
         let columns = codec::encode_ops(&stored.ops);
         self.q(&self.sql().write_ops)
@@ -316,8 +329,7 @@ impl PostgresStore {
             .execute(&mut *tx)
             .await
             .map_err(error::safe)?;
-        self.notify(&mut tx).await?;
-        tx.commit().await.map_err(error::sent)?;
-        Ok(stored.run)
+        self.notify(&mut *tx).await?;
+        Ok(Finish::Commit(stored.run))
     }
 }

@@ -10,7 +10,7 @@ use docket_core::store::StoreError;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::query::Query;
-use sqlx::{Connection, Executor, PgConnection, Postgres};
+use sqlx::{Connection, Executor, PgConnection, Postgres, Transaction};
 
 use crate::error;
 use crate::migrations;
@@ -158,6 +158,38 @@ impl PostgresStore {
     /// The SQL statements.
     pub(crate) fn sql(&self) -> &Sql {
         &self.inner.sql
+    }
+}
+
+/// How a transaction body wants its transaction to end.
+pub(crate) enum Finish<T> {
+    /// Commit, then return the value.
+    Commit(T),
+    /// Nothing to write: roll back, then return the value.
+    Rollback(T),
+}
+
+/// Ends `tx` as `outcome` says, explicitly and before returning: a dropped transaction's
+/// ROLLBACK is only sent when the pool recycles its connection, and until then the rows it
+/// locked stay locked (a concurrent claim would skip them). A failed rollback is ignored:
+/// nothing was written, and the server releases the locks when the session ends.
+pub(crate) async fn finish<T>(
+    tx: Transaction<'_, Postgres>,
+    outcome: Result<Finish<T>, StoreError>,
+) -> Result<T, StoreError> {
+    match outcome {
+        Ok(Finish::Commit(value)) => {
+            tx.commit().await.map_err(error::sent)?;
+            Ok(value)
+        }
+        Ok(Finish::Rollback(value)) => {
+            let _ = tx.rollback().await;
+            Ok(value)
+        }
+        Err(e) => {
+            let _ = tx.rollback().await;
+            Err(e)
+        }
     }
 }
 

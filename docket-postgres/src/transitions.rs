@@ -16,7 +16,7 @@ use crate::codec::{
     self, decode_event_for_merge, decode_head_row, EventArrays, OpsColumns, RunColumns,
 };
 use crate::error::{self, EVENT_CONFLICT, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
-use crate::store::{scope_binds, PostgresStore};
+use crate::store::{finish, scope_binds, Finish, PostgresStore};
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
@@ -230,11 +230,28 @@ impl PostgresStore {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         let events = transition::validate_unclaimed(expected_seq, &proposal, &events)?;
+        let mut conn = self.conn().await?;
+        let mut tx = conn.begin().await.map_err(error::safe)?;
+        let outcome = self
+            .commit_unclaimed_in(&mut tx, scope, expected_seq, &proposal, events)
+            .await;
+        finish(tx, outcome.map(Finish::Commit)).await?;
+        Ok(proposal.run)
+    }
+
+    /// The body of `commit_unclaimed` inside its transaction: lock and check the head, merge
+    /// the events, write the row and the new events, queue the wake hint.
+    async fn commit_unclaimed_in(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: &UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<(), StoreError> {
         let run = &proposal.run;
         let columns = codec::encode_run(run)?;
         let (system, scope_key) = scope_binds(scope);
-        let mut conn = self.conn().await?;
-        let mut tx = conn.begin().await.map_err(error::safe)?;
         let row = self
             .q(&self.sql().select_head_for_update)
             .bind(run.id.as_str())
@@ -313,10 +330,9 @@ impl PostgresStore {
                 .map_err(error::safe)?;
         }
         if notify {
-            self.notify(&mut tx).await?;
+            self.notify(&mut *tx).await?;
         }
-        tx.commit().await.map_err(error::sent)?;
-        Ok(proposal.run)
+        Ok(())
     }
 
     /// Queues the wake hint; PostgreSQL delivers it only if the transaction commits.
