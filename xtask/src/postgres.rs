@@ -164,10 +164,11 @@ fn scenario(docket: &Path, url: &str, runs: usize) -> Result {
             Running::spawn(&mut worker_command(docket, url), "docket worker #1")?,
             Running::spawn(&mut worker_command(docket, url), "docket worker #2")?,
         ];
+        // Wait for both before judging either, so a failing one never leaves the other running.
+        let outputs: Vec<Result<_>> = pair.into_iter().map(|w| w.finish(deadline)).collect();
         let mut round_moments = [0_u64; 2];
-        for (i, worker) in pair.into_iter().enumerate() {
-            let output = worker.finish(deadline)?;
-            round_moments[i] = committed_moments(&String::from_utf8_lossy(&output.stderr))?;
+        for (i, output) in outputs.into_iter().enumerate() {
+            round_moments[i] = committed_moments(&String::from_utf8_lossy(&output?.stderr))?;
             moments[i] += round_moments[i];
         }
         let left = count(docket, url, &["running", "waiting"])?;
