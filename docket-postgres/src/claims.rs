@@ -15,11 +15,11 @@ use sqlx::{Connection, Row};
 
 use crate::codec::{self, decode_run_row};
 use crate::error;
-use crate::store::{scope_binds, PostgresStore};
+use crate::store::{finish, scope_binds, Finish, PostgresStore};
 
 /// One returned row of the claim statement, before it becomes a lease or a poison outcome.
 struct Outcome {
-    key: (i64, i32, i64),
+    key: (i64, i32, String),
     result: Result<ClaimLease, PoisonedClaim>,
 }
 
@@ -30,7 +30,6 @@ fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
 fn decode_outcome(row: &PgRow, policy: &ClaimPolicy) -> Result<Outcome, StoreError> {
     let run_id: String = row.try_get("run_id").map_err(error::safe)?;
     let get = |e: sqlx::Error| corrupt(&run_id, e);
-    let id: i64 = row.try_get("id").map_err(get)?;
     let class: i32 = row.try_get("class").map_err(get)?;
     let eligible_at: i64 = row.try_get("eligible_at").map_err(get)?;
     let id_of = RunId::new(run_id.clone()).map_err(|e| corrupt(&run_id, e))?;
@@ -66,7 +65,7 @@ fn decode_outcome(row: &PgRow, policy: &ClaimPolicy) -> Result<Outcome, StoreErr
         })
     };
     Ok(Outcome {
-        key: (eligible_at, class, id),
+        key: (eligible_at, class, run_id),
         result,
     })
 }
@@ -114,7 +113,7 @@ impl PostgresStore {
             .map(|row| decode_outcome(row, policy))
             .collect::<Result<Vec<_>, _>>()?;
         // Selection order, as `rules::claim_order::select` returns it.
-        outcomes.sort_by_key(|o| o.key);
+        outcomes.sort_by(|a, b| a.key.cmp(&b.key));
         let mut batch = ClaimBatch::default();
         for outcome in outcomes {
             match outcome.result {
@@ -141,6 +140,56 @@ impl PostgresStore {
             .iter()
             .map(|row| row.try_get::<String, _>(0).map_err(error::safe))
             .collect::<Result<Vec<_>, _>>()?;
+        Ok(lines.join("\n"))
+    }
+
+    /// The generic plan of `claim_due` under `policy`: the plan a prepared claim statement
+    /// may switch to after its first executions, when PostgreSQL plans it once for any
+    /// parameter values (`plan_cache_mode = force_generic_plan`, `EXPLAIN EXECUTE`). Nothing
+    /// is executed or left behind (the prepared statement is deallocated and the setting is
+    /// transaction-local).
+    ///
+    /// # Errors
+    /// Infrastructure errors.
+    pub async fn explain_claim_generic(&self, policy: &ClaimPolicy) -> Result<String, StoreError> {
+        const NAME: &str = "docket_explain_claim_due";
+        let preference = preference_code(policy.preference)
+            .map_or_else(|| "NULL".to_owned(), |code| code.to_string());
+        // Every argument is a number rendered by us, so the text is safe to interpolate.
+        let execute = format!(
+            "EXPLAIN EXECUTE {NAME}({}, {}, {}, {}, {preference})",
+            policy.now.as_micros(),
+            expiry_cutoff(policy),
+            policy.limit.get(),
+            policy.max_claim_attempts.get(),
+        );
+        let mut conn = self.conn().await?;
+        let plan = {
+            let mut tx = conn.begin().await.map_err(error::safe)?;
+            let prepared = sqlx::raw_sql(&format!(
+                "SET LOCAL plan_cache_mode = force_generic_plan;
+                 PREPARE {NAME}(bigint, bigint, bigint, bigint, integer) AS {}",
+                self.sql().claim_due
+            ))
+            .execute(&mut *tx)
+            .await;
+            let plan = match prepared {
+                Ok(_) => {
+                    sqlx::query_scalar::<_, String>(&execute)
+                        .persistent(false)
+                        .fetch_all(&mut *tx)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            let _ = tx.rollback().await;
+            plan
+        };
+        // Prepared statements outlive transactions: remove it whatever happened above.
+        let _ = sqlx::raw_sql(&format!("DEALLOCATE {NAME}"))
+            .execute(&mut *conn)
+            .await;
+        let lines = plan.map_err(error::safe)?;
         Ok(lines.join("\n"))
     }
 
@@ -236,9 +285,22 @@ impl PostgresStore {
         run_id: &RunId,
         now: Timestamp,
     ) -> Result<Run, StoreError> {
-        let (system, scope_key) = scope_binds(scope);
         let mut conn = self.conn().await?;
         let mut tx = conn.begin().await.map_err(error::safe)?;
+        let outcome = self.retry_poisoned_in(&mut tx, scope, run_id, now).await;
+        finish(tx, outcome).await
+    }
+
+    /// The body of `retry_poisoned_run` inside its transaction: lock and decode the row, apply
+    /// the rule, write the operational columns when it changed anything.
+    async fn retry_poisoned_in(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Finish<Run>, StoreError> {
+        let (system, scope_key) = scope_binds(scope);
         let row = self
             .q(&self.sql().select_run_for_update)
             .bind(run_id.as_str())
@@ -252,7 +314,7 @@ impl PostgresStore {
         };
         let mut stored = decode_run_row(&row)?;
         if !ops::apply_retry_poisoned(stored.run.status, &mut stored.ops, now)? {
-            return Ok(stored.run);
+            return Ok(Finish::Rollback(stored.run));
         }
         let columns = codec::encode_ops(&stored.ops);
         self.q(&self.sql().write_ops)
@@ -267,8 +329,7 @@ impl PostgresStore {
             .execute(&mut *tx)
             .await
             .map_err(error::safe)?;
-        self.notify(&mut tx).await?;
-        tx.commit().await.map_err(error::sent)?;
-        Ok(stored.run)
+        self.notify(&mut *tx).await?;
+        Ok(Finish::Commit(stored.run))
     }
 }

@@ -12,7 +12,9 @@ use docket_core::model::{
     OperationalState, OwnerScope, Poison, PoisonReason, Run, RunId, RunStatus, RunSummary,
     TenantId, Timestamp,
 };
+use docket_core::store::rules::events::StoredEvent;
 use docket_core::store::rules::ops::check_row_invariants;
+use docket_core::store::rules::transition::StoredHead;
 use docket_core::store::StoreError;
 use serde_json::Value;
 use sqlx::postgres::PgRow;
@@ -93,11 +95,23 @@ pub(crate) fn decode_run_row(row: &PgRow) -> Result<StoredRun, StoreError> {
     }
 
     let owner = owner_of(get(row, "tenant_id", &what)?, &what)?;
+    let ops = decode_ops_columns(row, &run_id, run.status)?;
+    Ok(StoredRun { owner, run, ops })
+}
+
+/// Decodes the operational columns of a run row whose stored status is `status`, checking
+/// the row invariants.
+fn decode_ops_columns(
+    row: &PgRow,
+    run_id: &str,
+    status: RunStatus,
+) -> Result<OperationalState, StoreError> {
+    let what = || format!("run row {run_id}");
     let token: Option<String> = get(row, "claim_token", &what)?;
     let claim_token = token
         .map(ClaimToken::new)
         .transpose()
-        .map_err(|e| corrupt_run(&run_id, e))?;
+        .map_err(|e| corrupt_run(run_id, e))?;
     let poisoned_at: Option<i64> = get(row, "poisoned_at", &what)?;
     let poison_reason: Option<String> = get(row, "poison_reason", &what)?;
     let poison = match (poisoned_at, poison_reason) {
@@ -105,9 +119,9 @@ pub(crate) fn decode_run_row(row: &PgRow) -> Result<StoredRun, StoreError> {
         (Some(at), Some(reason)) => Some(Poison {
             poisoned_at: Timestamp::from_micros(at),
             reason: PoisonReason::parse(&reason)
-                .ok_or_else(|| corrupt_run(&run_id, format!("unknown poison reason {reason:?}")))?,
+                .ok_or_else(|| corrupt_run(run_id, format!("unknown poison reason {reason:?}")))?,
         }),
-        _ => return Err(corrupt_run(&run_id, "poison facts are not paired")),
+        _ => return Err(corrupt_run(run_id, "poison facts are not paired")),
     };
     let latest: String = get(row, "latest_checkpoint_type", &what)?;
     let ops = OperationalState {
@@ -118,10 +132,35 @@ pub(crate) fn decode_run_row(row: &PgRow) -> Result<StoredRun, StoreError> {
         claim_abandons: counter(get(row, "claim_abandons", &what)?, "claim_abandons", &what)?,
         poison,
         latest_checkpoint_type: CheckpointType::parse(&latest)
-            .ok_or_else(|| corrupt_run(&run_id, format!("unknown checkpoint type {latest:?}")))?,
+            .ok_or_else(|| corrupt_run(run_id, format!("unknown checkpoint type {latest:?}")))?,
     };
-    check_row_invariants(run.status, &ops).map_err(|e| corrupt_run(&run_id, e))?;
-    Ok(StoredRun { owner, run, ops })
+    check_row_invariants(status, &ops).map_err(|e| corrupt_run(run_id, e))?;
+    Ok(ops)
+}
+
+/// Decodes what a transition compares against — identity, status, fence seq and the
+/// operational state — from the columns of a run row, never from its document: a fenced
+/// commit replaces a corrupt document (reads report it), exactly like the single-statement
+/// claimed commit, which never looks at the document either.
+pub(crate) fn decode_head_row(row: &PgRow) -> Result<(StoredHead, OperationalState), StoreError> {
+    let run_id: String = get(row, "run_id", &|| "run row".to_owned())?;
+    let what = || format!("run row {run_id}");
+    let status: String = get(row, "status", &what)?;
+    let status = RunStatus::parse(&status)
+        .filter(|s| s.is_durable())
+        .ok_or_else(|| corrupt_run(&run_id, format!("unknown status {status:?}")))?;
+    let graph_id: String = get(row, "graph_id", &what)?;
+    let graph_hash: String = get(row, "graph_hash", &what)?;
+    let head = StoredHead {
+        run_id: RunId::new(run_id.clone()).map_err(|e| corrupt_run(&run_id, e))?,
+        graph_id: GraphId::new(graph_id).map_err(|e| corrupt_run(&run_id, e))?,
+        graph_hash: GraphHash::new(graph_hash).map_err(|e| corrupt_run(&run_id, e))?,
+        started_at: Some(Timestamp::from_micros(get(row, "started_at", &what)?)),
+        status,
+        checkpoint_seq: unsigned(get(row, "checkpoint_seq", &what)?, "checkpoint_seq", &what)?,
+    };
+    let ops = decode_ops_columns(row, &run_id, status)?;
+    Ok((head, ops))
 }
 
 /// Decodes a row selected with the summary columns (the document is never read).
@@ -186,6 +225,23 @@ pub(crate) fn decode_event_row(row: &PgRow) -> Result<Option<Event>, StoreError>
         payload: decode_map(&payload, "payload", &what)?,
         metadata: decode_map(&metadata, "metadata", &what)?,
     }))
+}
+
+/// A stored event row as a transition's event merge compares it: its seq and the decoded
+/// event, or [`StoredEvent::Undecodable`] when its bytes do not decode (they can never equal
+/// a proposal, so replaying that seq is a conflict, not an error).
+///
+/// # Errors
+/// `Corrupt` only when not even the seq can be read.
+pub(crate) fn decode_event_for_merge(row: &PgRow) -> Result<(u64, StoredEvent), StoreError> {
+    let what = || "event row".to_owned();
+    let seq: i64 = get(row, "seq", &what)?;
+    let seq = unsigned(seq, "seq", &what)?;
+    let event = match decode_event_row(row) {
+        Ok(Some(event)) => StoredEvent::Event(event),
+        Ok(None) | Err(_) => StoredEvent::Undecodable,
+    };
+    Ok((seq, event))
 }
 
 /// The document columns of a run about to be written.

@@ -35,12 +35,19 @@
 //! result, never a lost update. Serializable isolation is neither needed nor relied upon (under
 //! it, a concurrent update surfaces as a retryable `Unavailable` instead of `StaleCheckpoint`).
 //! Claims lock their candidates `FOR UPDATE SKIP LOCKED`, so concurrent claimers get disjoint
-//! batches.
+//! batches; a claimer also skips a row a writer holds at that instant (a commit in flight), so
+//! it may return fewer runs than are due — the next poll finds them (spec §4.2). Transitions
+//! compare the proposal with the stored columns (identity, status, seq, claim), never with the
+//! decoded document: a commit whose fences match replaces a corrupt document, which reads
+//! report as `Corrupt`.
 //!
 //! * `commit_claimed` is one statement: one round trip on success (after the connection has
 //!   prepared it once), one more diagnostic read on a zero-row result.
 //! * `claim_due`, `release_claim`, `refresh_claim`, `abandon_claim` and `initialize` are single
-//!   statements; `commit_unclaimed`, `retry_poisoned_run` and `prune` are transactions that
+//!   statements; `claim_due` reads the partial indexes `runs_ready_index` and
+//!   `runs_expired_index` in `(eligible_at, run_id)` order (byte order, like every backend),
+//!   and [`PostgresStore::explain_claim`] / [`PostgresStore::explain_claim_generic`] show its
+//!   plan; `commit_unclaimed`, `retry_poisoned_run` and `prune` are transactions that
 //!   lock the run row first (`SELECT … FOR UPDATE`) or take the pruner's advisory lock.
 //!
 //! ## Durability
@@ -74,7 +81,9 @@
 //! ## Testing
 //!
 //! The `testing` feature adds the `testing` module: the conformance-suite harness (one schema
-//! per case) and SQL helpers for tests.
+//! per case, dropped in the background; the server is `DOCKET_TEST_POSTGRES_URL`, and a missing
+//! server fails the tests) and SQL helpers for tests, bulk fills included. The whole suite
+//! runs with `cargo test -p docket-postgres --test conformance`.
 
 mod claims;
 mod codec;

@@ -2,13 +2,13 @@
 //!
 //! Everything Docket creates lives in its schema (`{schema}.docket_schema_migrations`
 //! included), so an application's own migration table (e.g. sqlx's `public._sqlx_migrations`)
-//! is never read or written. Migrations run in one transaction under a transaction-scoped
-//! advisory lock, so concurrent starters serialize and a failed migration leaves nothing
-//! behind. Running them again is a no-op; a schema recorded at a newer version than this
-//! build knows is refused rather than used.
+//! is never read or written. Migrations run as one script (one round trip, one transaction)
+//! under a transaction-scoped advisory lock, so concurrent starters serialize and a failed
+//! migration leaves nothing behind. Running them again is a no-op; a schema recorded at a
+//! newer version than this build knows is refused rather than used.
 
 use docket_core::store::{Message, StoreError};
-use sqlx::{Connection, Executor, PgConnection};
+use sqlx::{Executor, PgConnection};
 
 use crate::error;
 
@@ -28,57 +28,102 @@ const MIGRATIONS: &[Migration] = &[Migration {
     sql: include_str!("sql/v1.sql"),
 }];
 
+/// SQLSTATE raised by the migration script when the schema is newer than this build.
+const SCHEMA_TOO_NEW: &str = "DK002";
+
 /// Applies every pending migration to `schema` (already validated) on `conn`.
+///
+/// An up-to-date schema costs two reads and takes no lock. Otherwise everything — the
+/// advisory lock, the bootstrap, the version check and every pending migration — is one
+/// script sent in one round trip, which PostgreSQL runs as one transaction: concurrent
+/// starters serialize on the lock, and a failure anywhere leaves nothing behind.
 ///
 /// # Errors
 /// `Unavailable` (permanent) when the schema is newer than [`LATEST_VERSION`]; driver errors.
 pub(crate) async fn migrate(conn: &mut PgConnection, schema: &str) -> Result<(), StoreError> {
-    let mut tx = conn.begin().await.map_err(error::safe)?;
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('docket:migrate:' || $1, 0))")
-        .bind(schema)
-        .execute(&mut *tx)
-        .await
-        .map_err(error::safe)?;
-    let bootstrap = format!(
-        "CREATE SCHEMA IF NOT EXISTS {schema};
-         CREATE TABLE IF NOT EXISTS {schema}.docket_schema_migrations (
-             version integer PRIMARY KEY,
-             description text NOT NULL,
-             applied_at timestamptz NOT NULL DEFAULT now()
-         );"
-    );
-    (&mut *tx)
-        .execute(bootstrap.as_str())
-        .await
-        .map_err(error::safe)?;
-    let current: i32 = sqlx::query_scalar(&format!(
-        "SELECT COALESCE(max(version), 0) FROM {schema}.docket_schema_migrations"
-    ))
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(error::safe)?;
+    let current = current_version(conn, schema).await?;
+    if current == LATEST_VERSION {
+        return Ok(());
+    }
     if current > LATEST_VERSION {
-        return Err(StoreError::permanent(Message(format!(
-            "schema {schema} is at version {current}, newer than this build's {LATEST_VERSION}; \
-             refusing to use it"
-        ))));
+        return Err(too_new(schema, current));
     }
-    for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
-        let sql = migration.sql.replace("{s}", schema);
-        (&mut *tx)
-            .execute(sql.as_str())
-            .await
-            .map_err(error::safe)?;
-        sqlx::query(&format!(
-            "INSERT INTO {schema}.docket_schema_migrations (version, description) VALUES ($1, $2)"
-        ))
-        .bind(migration.version)
-        .bind(migration.description)
-        .execute(&mut *tx)
+    let script = migration_script(schema);
+    // A plain string without arguments goes out as one simple query.
+    match (&mut *conn).execute(script.as_str()).await {
+        Ok(_) => Ok(()),
+        Err(e) if error::sqlstate(&e).as_deref() == Some(SCHEMA_TOO_NEW) => {
+            Err(StoreError::permanent(error::DriverError::from_sqlx(&e)))
+        }
+        Err(e) => Err(error::sent(e)),
+    }
+}
+
+fn too_new(schema: &str, current: i32) -> StoreError {
+    StoreError::permanent(Message(format!(
+        "schema {schema} is at version {current}, newer than this build's {LATEST_VERSION}; \
+         refusing to use it"
+    )))
+}
+
+/// The whole migration as one multi-statement script (a simple query: one implicit
+/// transaction). The version check runs after the lock, so two starters never both apply a
+/// migration; each pending migration is `EXECUTE`d from a dollar-quoted literal.
+fn migration_script(schema: &str) -> String {
+    let mut pending = String::new();
+    for migration in MIGRATIONS {
+        let tag = format!("$docket_v{}$", migration.version);
+        pending.push_str(&format!(
+            "    IF current < {version} THEN
+        EXECUTE {tag}{sql}{tag};
+        INSERT INTO {schema}.docket_schema_migrations (version, description)
+            VALUES ({version}, '{description}');
+    END IF;
+",
+            version = migration.version,
+            sql = migration.sql.replace("{s}", schema),
+            description = migration.description.replace('\'', "''"),
+        ));
+    }
+    format!(
+        "SELECT pg_advisory_xact_lock(hashtextextended('docket:migrate:{schema}', 0));
+CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE TABLE IF NOT EXISTS {schema}.docket_schema_migrations (
+    version integer PRIMARY KEY,
+    description text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+DO $docket_migrate$
+DECLARE
+    current integer;
+BEGIN
+    SELECT COALESCE(max(version), 0) INTO current FROM {schema}.docket_schema_migrations;
+    IF current > {LATEST_VERSION} THEN
+        RAISE EXCEPTION 'schema {schema} is at version %, newer than this build''s {LATEST_VERSION}; refusing to use it', current
+            USING ERRCODE = '{SCHEMA_TOO_NEW}';
+    END IF;
+{pending}END
+$docket_migrate$;"
+    )
+}
+
+/// The schema's recorded version, 0 when it has no bookkeeping table yet.
+async fn current_version(conn: &mut PgConnection, schema: &str) -> Result<i32, StoreError> {
+    let table = format!("{schema}.docket_schema_migrations");
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+        .bind(&table)
+        .persistent(false)
+        .fetch_one(&mut *conn)
         .await
         .map_err(error::safe)?;
+    if !exists {
+        return Ok(0);
     }
-    tx.commit().await.map_err(error::sent)
+    sqlx::query_scalar(&format!("SELECT COALESCE(max(version), 0) FROM {table}"))
+        .persistent(false)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(error::safe)
 }
 
 /// Checks, without changing anything, that `schema` is at exactly [`LATEST_VERSION`].
@@ -86,20 +131,7 @@ pub(crate) async fn migrate(conn: &mut PgConnection, schema: &str) -> Result<(),
 /// # Errors
 /// `Unavailable` (permanent) when the schema is missing, older or newer; driver errors.
 pub(crate) async fn check_version(conn: &mut PgConnection, schema: &str) -> Result<(), StoreError> {
-    let table = format!("{schema}.docket_schema_migrations");
-    let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
-        .bind(&table)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(error::safe)?;
-    let current: i32 = if exists {
-        sqlx::query_scalar(&format!("SELECT COALESCE(max(version), 0) FROM {table}"))
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(error::safe)?
-    } else {
-        0
-    };
+    let current = current_version(conn, schema).await?;
     if current == LATEST_VERSION {
         Ok(())
     } else {

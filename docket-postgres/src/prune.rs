@@ -6,7 +6,7 @@ use docket_core::store::{PrunePolicy, PruneReport, StoreError, KEEP_GRAPH_VERSIO
 use sqlx::{Acquire, Row};
 
 use crate::error::{self, FOREIGN_KEY_VIOLATION};
-use crate::store::PostgresStore;
+use crate::store::{finish, Finish, PostgresStore};
 
 fn cutoff(policy: &PrunePolicy, retention_ms: u64) -> i64 {
     let retention = i64::try_from(retention_ms).unwrap_or(i64::MAX);
@@ -16,9 +16,20 @@ fn cutoff(policy: &PrunePolicy, retention_ms: u64) -> i64 {
 impl PostgresStore {
     pub(crate) async fn do_prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
         queries::validate_prune_policy(policy)?;
-        let batch = i64::from(policy.batch_size.get());
         let mut conn = self.conn().await?;
         let mut tx = conn.begin().await.map_err(error::safe)?;
+        let outcome = self.prune_in(&mut tx, policy).await;
+        finish(tx, outcome).await
+    }
+
+    /// The body of a pass inside its transaction: take the pruner's lock (or report the pass
+    /// skipped), then delete events, terminal runs and graph versions.
+    async fn prune_in(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        policy: &PrunePolicy,
+    ) -> Result<Finish<PruneReport>, StoreError> {
+        let batch = i64::from(policy.batch_size.get());
         let locked: bool = self
             .q(&self.sql().prune_lock)
             .bind(self.schema())
@@ -27,10 +38,10 @@ impl PostgresStore {
             .and_then(|row| row.try_get(0))
             .map_err(error::safe)?;
         if !locked {
-            return Ok(PruneReport {
+            return Ok(Finish::Rollback(PruneReport {
                 skipped_locked: true,
                 ..PruneReport::default()
-            });
+            }));
         }
         let events = self
             .q(&self.sql().prune_events)
@@ -72,13 +83,12 @@ impl PostgresStore {
                 Err(e) => return Err(error::safe(e)),
             }
         };
-        tx.commit().await.map_err(error::sent)?;
-        Ok(PruneReport {
+        Ok(Finish::Commit(PruneReport {
             events_deleted: events,
             runs_deleted: u64::try_from(runs).unwrap_or(0),
             cascade_events_deleted: u64::try_from(cascaded).unwrap_or(0),
             graphs_deleted: graphs,
             skipped_locked: false,
-        })
+        }))
     }
 }

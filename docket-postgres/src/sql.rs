@@ -10,6 +10,11 @@ const RUN_COLUMNS: &str = "run_id, tenant_id, graph_id, graph_hash, status, step
     claimed_at, wake_at, claim_attempts, claim_abandons, poisoned_at, poison_reason, started_at, \
     updated_at, finished_at";
 
+/// Columns of a run row a transition compares against: everything but the document.
+const HEAD_COLUMNS: &str = "run_id, graph_id, graph_hash, status, checkpoint_seq, started_at, \
+    latest_checkpoint_type, claim_token::text AS claim_token, claimed_at, wake_at, \
+    claim_attempts, claim_abandons, poisoned_at, poison_reason";
+
 /// Columns of an event row.
 pub(crate) const EVENT_COLUMNS: &str =
     "run_id, seq, event_type, step, node_id, channel_id, task_id, payload, metadata, occurred_at";
@@ -151,38 +156,40 @@ fn insert_events() -> String {
 }
 
 /// `claim_due`, one statement: both candidate classes are read from their partial indexes in
-/// `(eligible_at, id)` order, at most `limit` each, locked with `SKIP LOCKED`; merged with a
-/// per-class rank (class heads first when `limit ≥ 2`, the preferred class first when
-/// `limit = 1`, then `(eligible_at, class, id)`); the chosen rows are leased (fresh UUID,
-/// `claimed_at = now`, attempts + 1) or poisoned (attempts ≥ max), and returned.
+/// `(eligible_at, run_id)` order, at most `limit` each, locked with `SKIP LOCKED`; merged with
+/// a per-class rank (class heads first when `limit ≥ 2`, the preferred class first when
+/// `limit = 1`, then `(eligible_at, class, run_id)` — the tie-break of
+/// `rules::claim_order`, byte order like every other backend); the chosen rows are leased
+/// (fresh UUID, `claimed_at = now`, attempts + 1) or poisoned (attempts ≥ max), and returned.
 ///
 /// `$1` now, `$2` expiry cutoff (claimed_at < cutoff), `$3` limit, `$4` max attempts,
 /// `$5` preferred class (0 ready, 1 expired, NULL none).
 const CLAIM_DUE: &str = "WITH ready AS (
-        SELECT id, wake_at AS eligible_at, 0 AS class
+        SELECT id, run_id, wake_at AS eligible_at, 0 AS class
         FROM {s}.runs
         WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL
           AND wake_at IS NOT NULL AND wake_at <= $1
-        ORDER BY wake_at, id
+        ORDER BY wake_at, run_id
         LIMIT $3
         FOR UPDATE SKIP LOCKED
     ), expired AS (
-        SELECT id, claimed_at AS eligible_at, 1 AS class
+        SELECT id, run_id, claimed_at AS eligible_at, 1 AS class
         FROM {s}.runs
         WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL
           AND claimed_at < $2
-        ORDER BY claimed_at, id
+        ORDER BY claimed_at, run_id
         LIMIT $3
         FOR UPDATE SKIP LOCKED
     ), candidates AS (
-        SELECT c.id, c.eligible_at, c.class,
-               row_number() OVER (PARTITION BY c.class ORDER BY c.eligible_at, c.id) AS class_rank
+        SELECT c.id, c.run_id, c.eligible_at, c.class,
+               row_number() OVER (PARTITION BY c.class ORDER BY c.eligible_at, c.run_id)
+                   AS class_rank
         FROM (SELECT * FROM ready UNION ALL SELECT * FROM expired) AS c
     ), chosen AS (
         SELECT id, eligible_at, class FROM candidates
         ORDER BY CASE WHEN $3 >= 2 AND class_rank = 1 THEN 0 ELSE 1 END,
                  CASE WHEN $3 = 1 AND class = $5 THEN 0 ELSE 1 END,
-                 eligible_at, class, id
+                 eligible_at, class, run_id
         LIMIT $3
     )
     UPDATE {s}.runs AS r SET
@@ -198,7 +205,7 @@ const CLAIM_DUE: &str = "WITH ready AS (
     WHERE r.id = c.id AND r.status = 'running' AND r.poisoned_at IS NULL
       AND ((c.class = 0 AND r.claim_token IS NULL AND r.wake_at <= $1)
            OR (c.class = 1 AND r.claim_token IS NOT NULL AND r.claimed_at < $2))
-    RETURNING r.id, r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
+    RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
               r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
               r.poisoned_at, r.poison_reason, c.class, c.eligible_at";
 
@@ -247,6 +254,16 @@ fn select_run(lock: bool) -> String {
         "SELECT {RUN_COLUMNS} FROM {{s}}.runs WHERE run_id = $1 AND ($2 OR scope_key = $3){}",
         if lock { " FOR UPDATE" } else { "" }
     )
+}
+
+/// The transition head of a scoped run row, locked: `$1` run_id, `$2` system?, `$3` scope_key.
+fn select_head_for_update() -> String {
+    format!("SELECT {HEAD_COLUMNS} FROM {{s}}.runs WHERE run_id = $1 AND ($2 OR scope_key = $3) FOR UPDATE")
+}
+
+/// The transition head of a scoped run row: `$1` run_id, `$2` system?, `$3` scope_key.
+fn select_head() -> String {
+    format!("SELECT {HEAD_COLUMNS} FROM {{s}}.runs WHERE run_id = $1 AND ($2 OR scope_key = $3)")
 }
 
 /// Writes the operational columns decided by the rules: `$1` run_id, `$2` token, `$3`
@@ -344,12 +361,12 @@ const PRUNE_EVENTS: &str = "DELETE FROM {s}.events AS e
            ORDER BY inserted_at, run_id, seq LIMIT $2 FOR UPDATE SKIP LOCKED) AS d
     WHERE e.run_id = d.run_id AND e.seq = d.seq";
 
-/// Terminal runs last updated before the cutoff, with the count of events their deletion
-/// cascades to: `$1` cutoff, `$2` batch.
+/// Terminal runs last updated before the cutoff, oldest first (ties by run id, like every
+/// backend), with the count of events their deletion cascades to: `$1` cutoff, `$2` batch.
 const PRUNE_RUNS: &str = "WITH victims AS (
         SELECT id, run_id FROM {s}.runs
         WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < $1
-        ORDER BY updated_at, id LIMIT $2 FOR UPDATE SKIP LOCKED
+        ORDER BY updated_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED
     ), deleted AS (
         DELETE FROM {s}.runs AS r USING victims AS v WHERE r.id = v.id RETURNING r.run_id
     )
@@ -357,7 +374,8 @@ const PRUNE_RUNS: &str = "WITH victims AS (
            (SELECT count(*) FROM {s}.events WHERE run_id IN (SELECT run_id FROM deleted))
                AS cascaded";
 
-/// Graph versions unreferenced by any run and below the newest `$1` per (scope, graph id):
+/// Graph versions unreferenced by any run and below the newest `$1` per (scope, graph id),
+/// oldest first, ties by address (the order of every backend):
 /// `$1` kept per graph, `$2` batch.
 const PRUNE_GRAPHS: &str = "WITH ranked AS (
         SELECT id, row_number() OVER (PARTITION BY scope_key, graph_id
@@ -368,7 +386,7 @@ const PRUNE_GRAPHS: &str = "WITH ranked AS (
         WHERE k.rank > $1
           AND NOT EXISTS (SELECT 1 FROM {s}.runs AS r WHERE r.scope_key = g.scope_key
                           AND r.graph_id = g.graph_id AND r.graph_hash = g.graph_hash)
-        ORDER BY g.published_at, g.id
+        ORDER BY g.published_at, g.scope_key, g.graph_id, g.graph_hash
         LIMIT $2
         FOR UPDATE OF g SKIP LOCKED
     )
@@ -394,6 +412,8 @@ pub(crate) struct Sql {
     pub abandon: String,
     pub select_run: String,
     pub select_run_for_update: String,
+    pub select_head: String,
+    pub select_head_for_update: String,
     pub write_ops: String,
     pub write_commit: String,
     pub events_at: String,
@@ -424,6 +444,8 @@ impl Sql {
             abandon: r(ABANDON),
             select_run: r(&select_run(false)),
             select_run_for_update: r(&select_run(true)),
+            select_head: r(&select_head()),
+            select_head_for_update: r(&select_head_for_update()),
             write_ops: r(WRITE_OPS),
             write_commit: r(WRITE_COMMIT),
             events_at: r(&events_at()),

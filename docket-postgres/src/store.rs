@@ -10,7 +10,7 @@ use docket_core::store::StoreError;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::query::Query;
-use sqlx::{Connection, PgConnection, Postgres};
+use sqlx::{Connection, Executor, PgConnection, Postgres, Transaction};
 
 use crate::error;
 use crate::migrations;
@@ -110,6 +110,28 @@ impl PostgresStore {
         Self::connect(&url, options).await
     }
 
+    /// Drops the schema named by `url` (`?schema=`, default [`crate::DEFAULT_SCHEMA`]) with
+    /// everything in it — every run, event and graph version Docket stored there — and
+    /// returns its name. Irreversible: meant for demos and tests that need an empty store.
+    /// A missing schema is not an error.
+    ///
+    /// # Errors
+    /// `InvalidArgument` (bad URL or options), `Unavailable` (server unreachable, or the
+    /// schema is locked by live sessions past the server's lock timeout).
+    pub async fn drop_schema(url: &str) -> Result<String, StoreError> {
+        let (url, options) = crate::options::parse_url(url)?;
+        let connect = PgConnectOptions::from_str(&url)
+            .map_err(|e| StoreError::invalid_argument(format!("connection URL: {e}")))?;
+        let mut conn = PgConnection::connect_with(&connect)
+            .await
+            .map_err(error::safe)?;
+        let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", options.schema);
+        let dropped = (&mut conn).execute(sql.as_str()).await;
+        let _ = conn.close().await;
+        dropped.map_err(error::sent)?;
+        Ok(options.schema)
+    }
+
     /// The schema holding this store's tables.
     #[must_use]
     pub fn schema(&self) -> &str {
@@ -136,6 +158,38 @@ impl PostgresStore {
     /// The SQL statements.
     pub(crate) fn sql(&self) -> &Sql {
         &self.inner.sql
+    }
+}
+
+/// How a transaction body wants its transaction to end.
+pub(crate) enum Finish<T> {
+    /// Commit, then return the value.
+    Commit(T),
+    /// Nothing to write: roll back, then return the value.
+    Rollback(T),
+}
+
+/// Ends `tx` as `outcome` says, explicitly and before returning: a dropped transaction's
+/// ROLLBACK is only sent when the pool recycles its connection, and until then the rows it
+/// locked stay locked (a concurrent claim would skip them). A failed rollback is ignored:
+/// nothing was written, and the server releases the locks when the session ends.
+pub(crate) async fn finish<T>(
+    tx: Transaction<'_, Postgres>,
+    outcome: Result<Finish<T>, StoreError>,
+) -> Result<T, StoreError> {
+    match outcome {
+        Ok(Finish::Commit(value)) => {
+            tx.commit().await.map_err(error::sent)?;
+            Ok(value)
+        }
+        Ok(Finish::Rollback(value)) => {
+            let _ = tx.rollback().await;
+            Ok(value)
+        }
+        Err(e) => {
+            let _ = tx.rollback().await;
+            Err(e)
+        }
     }
 }
 

@@ -12,9 +12,11 @@ use docket_core::store::{
 };
 use sqlx::{Connection, Row};
 
-use crate::codec::{self, decode_event_row, decode_run_row, EventArrays, OpsColumns, RunColumns};
+use crate::codec::{
+    self, decode_event_for_merge, decode_head_row, EventArrays, OpsColumns, RunColumns,
+};
 use crate::error::{self, EVENT_CONFLICT, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
-use crate::store::{scope_binds, PostgresStore};
+use crate::store::{finish, scope_binds, Finish, PostgresStore};
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
@@ -193,16 +195,28 @@ impl PostgresStore {
         scope: &Scope,
         proposal: &ClaimedCommit,
     ) -> Result<Run, StoreError> {
-        let Some(stored) = self.read_run(scope, &proposal.run.id).await? else {
+        let (system, scope_key) = scope_binds(scope);
+        let row = {
+            let mut conn = self.conn().await?;
+            self.q(&self.sql().select_head)
+                .bind(proposal.run.id.as_str())
+                .bind(system)
+                .bind(scope_key)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(error::safe)?
+        };
+        let Some(row) = row else {
             return Err(StoreError::NotFound);
         };
-        transition::check_identity(&transition::StoredHead::of(&stored.run), &proposal.run)?;
-        if stored.run.checkpoint_seq != proposal.expected_seq
-            || !ops::holds_claim(&stored.ops, &proposal.claim_token)
+        let (head, stored_ops) = decode_head_row(&row)?;
+        transition::check_identity(&head, &proposal.run)?;
+        if head.checkpoint_seq != proposal.expected_seq
+            || !ops::holds_claim(&stored_ops, &proposal.claim_token)
         {
             return Err(StoreError::StaleCheckpoint);
         }
-        transition::check_status_change(&transition::StoredHead::of(&stored.run), &proposal.run)?;
+        transition::check_status_change(&head, &proposal.run)?;
         // Everything matches now, so the row moved and came back between the two reads:
         // this proposal did not commit.
         Err(StoreError::StaleCheckpoint)
@@ -216,13 +230,30 @@ impl PostgresStore {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         let events = transition::validate_unclaimed(expected_seq, &proposal, &events)?;
+        let mut conn = self.conn().await?;
+        let mut tx = conn.begin().await.map_err(error::safe)?;
+        let outcome = self
+            .commit_unclaimed_in(&mut tx, scope, expected_seq, &proposal, events)
+            .await;
+        finish(tx, outcome.map(Finish::Commit)).await?;
+        Ok(proposal.run)
+    }
+
+    /// The body of `commit_unclaimed` inside its transaction: lock and check the head, merge
+    /// the events, write the row and the new events, queue the wake hint.
+    async fn commit_unclaimed_in(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: &UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<(), StoreError> {
         let run = &proposal.run;
         let columns = codec::encode_run(run)?;
         let (system, scope_key) = scope_binds(scope);
-        let mut conn = self.conn().await?;
-        let mut tx = conn.begin().await.map_err(error::safe)?;
         let row = self
-            .q(&self.sql().select_run_for_update)
+            .q(&self.sql().select_head_for_update)
             .bind(run.id.as_str())
             .bind(system)
             .bind(&scope_key)
@@ -232,12 +263,12 @@ impl PostgresStore {
         let Some(row) = row else {
             return Err(StoreError::NotFound);
         };
-        let stored = decode_run_row(&row)?;
-        transition::check_identity(&transition::StoredHead::of(&stored.run), run)?;
-        if stored.run.checkpoint_seq != expected_seq {
+        let (head, stored_ops) = decode_head_row(&row)?;
+        transition::check_identity(&head, run)?;
+        if head.checkpoint_seq != expected_seq {
             return Err(StoreError::StaleCheckpoint);
         }
-        transition::check_status_change(&transition::StoredHead::of(&stored.run), run)?;
+        transition::check_status_change(&head, run)?;
 
         let seqs: Vec<i64> = codec::encode_events(&events)?.seq;
         let stored_events = self
@@ -249,15 +280,12 @@ impl PostgresStore {
             .map_err(error::safe)?;
         let mut by_seq = std::collections::BTreeMap::new();
         for row in &stored_events {
-            if let Some(event) = decode_event_row(row)? {
-                by_seq.insert(event.seq, event);
-            }
+            let (seq, event) = decode_event_for_merge(row)?;
+            by_seq.insert(seq, event);
         }
-        let to_insert = events::merge_with_stored(events, |seq| {
-            Ok(by_seq.remove(&seq).map(events::StoredEvent::Event))
-        })?;
+        let to_insert = events::merge_with_stored(events, |seq| Ok(by_seq.remove(&seq)))?;
 
-        let mut new_ops = stored.ops.clone();
+        let mut new_ops = stored_ops;
         ops::apply_unclaimed_commit(
             &mut new_ops,
             proposal.checkpoint_type,
@@ -302,10 +330,9 @@ impl PostgresStore {
                 .map_err(error::safe)?;
         }
         if notify {
-            self.notify(&mut tx).await?;
+            self.notify(&mut *tx).await?;
         }
-        tx.commit().await.map_err(error::sent)?;
-        Ok(proposal.run)
+        Ok(())
     }
 
     /// Queues the wake hint; PostgreSQL delivers it only if the transaction commits.

@@ -47,11 +47,43 @@ async fn each_case_gets_an_isolated_schema_that_its_guard_drops() {
         empty
     );
 
-    let name = first_guard.schema().to_owned();
+    let names = [
+        first_guard.schema().to_owned(),
+        second_guard.schema().to_owned(),
+    ];
+    for name in &names {
+        assert!(schema_exists(name).await);
+    }
+    // Guards queue their drops; the harness finishes them before it is gone.
+    drop((first, first_guard, second, second_guard));
+    drop(harness);
+    for name in &names {
+        assert!(!schema_exists(name).await, "the guard drops its schema");
+    }
+}
+
+#[tokio::test]
+async fn a_guard_that_outlives_its_harness_drops_its_schema_itself() {
+    let (store, guard) = open().await;
+    let name = guard.schema().to_owned();
     assert!(schema_exists(&name).await);
-    drop(first);
-    drop(first_guard);
+    drop(store);
+    drop(guard);
     assert!(!schema_exists(&name).await, "the guard drops its schema");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_fails_naming_the_url_variable() {
+    let error = PostgresHarness::new()
+        .url("postgres://postgres@127.0.0.1:1/test")
+        .open_store()
+        .await
+        .expect_err("nothing listens on port 1");
+    assert_eq!(error.kind(), StoreErrorKind::Unavailable);
+    assert!(
+        error.to_string().contains("DOCKET_TEST_POSTGRES_URL"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

@@ -5,14 +5,19 @@ mod common;
 use std::time::Instant;
 
 use common::*;
-use docket_core::model::OwnerScope;
+use docket_core::model::{OwnerScope, RunStatus, Scope};
 use docket_core::store::RunStore;
 use docket_postgres::testing;
 
 #[tokio::test]
 async fn with_twenty_thousand_runs_the_claim_plan_uses_the_partial_indexes() {
     let started = Instant::now();
-    let (store, guard) = open().await;
+    // One connection, so the two generic explains below share a session.
+    let (store, guard) = testing::PostgresHarness::new()
+        .pool_size(1)
+        .open_store()
+        .await
+        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
     let graph = save_graph(&store, &OwnerScope::Tenantless).await;
     let now = t(1_000_000).as_micros();
     // A tenth each ready, claimed and scheduled in the future, a tenth waiting, the rest done.
@@ -44,17 +49,94 @@ async fn with_twenty_thousand_runs_the_claim_plan_uses_the_partial_indexes() {
         .expect("analyze");
 
     let claim_policy = with_ttl(policy(t(1_000_000), 10), 0);
-    let plan = store.explain_claim(&claim_policy).await.expect("explain");
-    assert!(!plan.contains("Seq Scan on runs"), "{plan}");
-    assert!(plan.contains("runs_ready_index"), "{plan}");
-    assert!(plan.contains("runs_expired_index"), "{plan}");
+    let custom = store.explain_claim(&claim_policy).await.expect("explain");
+    // The generic plan (what a long-lived prepared statement may switch to) twice: the helper
+    // leaves no prepared statement behind on its pooled connection.
+    let generic = store
+        .explain_claim_generic(&claim_policy)
+        .await
+        .expect("explain generic");
+    let again = store
+        .explain_claim_generic(&claim_policy)
+        .await
+        .expect("explain generic again");
+    assert!(
+        generic.contains("$1"),
+        "a generic plan keeps its parameters:\n{generic}"
+    );
+    for plan in [&custom, &generic, &again] {
+        assert!(!plan.contains("Seq Scan on runs"), "{plan}");
+        assert!(plan.contains("runs_ready_index"), "{plan}");
+        assert!(plan.contains("runs_expired_index"), "{plan}");
+    }
     // And the statement does what the plan says.
     let batch = store.claim_due(&claim_policy).await.expect("claim");
     assert_eq!(batch.outcome_count(), 10);
     assert!(!batch.leases.is_empty());
+    // Without the partial indexes the same check sees the table scan it guards against.
+    sqlx::raw_sql(&format!(
+        "DROP INDEX {s}.runs_ready_index, {s}.runs_expired_index",
+        s = guard.schema()
+    ))
+    .execute(pool)
+    .await
+    .expect("drop the partial indexes");
+    let unindexed = store.explain_claim(&claim_policy).await.expect("explain");
+    assert!(unindexed.contains("Seq Scan on runs"), "{unindexed}");
     assert!(
         started.elapsed().as_secs() < 20,
         "took {:?}",
         started.elapsed()
     );
+}
+
+#[tokio::test]
+async fn bulk_runs_decode_agree_with_their_columns_and_are_claimable() {
+    let (store, _guard) = open().await;
+    let owner = tenant("acme");
+    let graph = save_graph(&store, &owner).await;
+    let now = t(10_000_000);
+    let runs = testing::BulkRuns {
+        pending: 10,
+        claimed: 3,
+        finished: 2,
+    };
+    let inserted = testing::bulk_insert_runs(&store, &owner, &graph, runs, now)
+        .await
+        .expect("bulk insert");
+    assert_eq!(inserted, 15);
+    let mut statuses = Vec::new();
+    for i in 1..=15 {
+        let id = rid(&format!("bulk{i:07}"));
+        let info = store
+            .inspect_run(&Scope::System, &id)
+            .await
+            .unwrap_or_else(|e| panic!("{id} decodes: {e}"));
+        assert_eq!(info.owner, owner);
+        statuses.push((info.run.status, info.is_claimed(), info.wake_at.is_some()));
+    }
+    let pending = (RunStatus::Running, false, true);
+    let claimed = (RunStatus::Running, true, false);
+    let finished = (RunStatus::Done, false, false);
+    let mut expected = vec![pending; 10];
+    expected.extend([claimed; 3]);
+    expected.extend([finished; 2]);
+    assert_eq!(statuses, expected);
+    // Half the pending wakes are due; claims older than 1.5 s (taken 2 s and 3 s ago) expire.
+    let batch = store
+        .claim_due(&with_ttl(policy(now, 100), 1_500))
+        .await
+        .expect("claim");
+    let mut claimed_ids: Vec<String> = batch
+        .leases
+        .iter()
+        .map(|l| l.run_id.as_str().to_owned())
+        .collect();
+    claimed_ids.sort();
+    let mut want: Vec<String> = (1..=5)
+        .chain([12, 13])
+        .map(|i| format!("bulk{i:07}"))
+        .collect();
+    want.sort();
+    assert_eq!(claimed_ids, want);
 }

@@ -393,18 +393,37 @@ async fn corrupt_rows_are_reported_as_corrupt_never_as_absent() {
             .kind(),
         StoreErrorKind::Corrupt
     );
-    // A signal against a corrupt row is refused and writes nothing.
+    // Transitions compare columns only: a stale signal is stale and writes nothing, and one
+    // whose fence matches replaces the undecodable document, which then reads again.
     let before = snapshot(&store).await;
+    let mut behind = run.clone();
+    behind.updated_at = Some(t(1));
     let result = store
         .commit_unclaimed(
             &SYSTEM,
-            1,
-            unclaimed(next(&run, t(1)), ReleaseWake::Immediate, t(1)),
+            run.checkpoint_seq - 1,
+            unclaimed(behind, ReleaseWake::Immediate, t(1)),
             vec![],
         )
         .await;
-    assert_eq!(result.expect_err("corrupt").kind(), StoreErrorKind::Corrupt);
+    assert_eq!(
+        result.expect_err("stale").kind(),
+        StoreErrorKind::StaleCheckpoint
+    );
     assert_eq!(snapshot(&store).await, before);
+    let replaced = store
+        .commit_unclaimed(
+            &SYSTEM,
+            run.checkpoint_seq,
+            unclaimed(next(&run, t(1)), ReleaseWake::Immediate, t(1)),
+            vec![],
+        )
+        .await
+        .expect("a fenced commit replaces the corrupt document");
+    assert_eq!(
+        store.fetch_run(&SYSTEM, &run.id).await.expect("readable"),
+        replaced
+    );
     // Other runs are unaffected; listing never decodes documents.
     assert_eq!(
         store

@@ -4,6 +4,10 @@
 //! A `redis://` (or `rediss://`) URL may name the key namespace as a query parameter:
 //! `redis://127.0.0.1:6379/0?namespace=prod` (default `docket`); every other part of the URL
 //! goes to the Redis client unchanged.
+//!
+//! PostgreSQL URLs are the driver's (`postgres://user@host:port/db?sslmode=…`) plus Docket's
+//! own parameters `schema=NAME` (default `docket`), `pool_size=N` and `poll_only=true` (see
+//! `docket_postgres::parse_url`); connecting brings the schema up to date.
 
 use std::sync::Arc;
 
@@ -66,13 +70,12 @@ impl BackendUrl {
 /// # Errors
 /// [`DocketError::UnsupportedBackend`] for an unknown scheme;
 /// [`DocketError::BackendFeatureDisabled`] naming the cargo feature when the backend is
-/// compiled out; [`DocketError::BackendNotWired`] for a backend crate that is compiled in but
-/// not yet wired; store errors from opening.
+/// compiled out; store errors from opening.
 pub async fn connect_backend(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
     match BackendUrl::parse(url)? {
         BackendUrl::Memory => Ok(Arc::new(MemoryStore::new())),
         BackendUrl::Sqlite(url) => sqlite(&url).await,
-        BackendUrl::Postgres(_) => not_available("postgres", cfg!(feature = "postgres")),
+        BackendUrl::Postgres(url) => postgres(&url).await,
         BackendUrl::Redis(url) => redis(&url).await,
     }
 }
@@ -84,7 +87,7 @@ async fn redis(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
 
 #[cfg(not(feature = "redis"))]
 async fn redis(_url: &str) -> Result<Arc<dyn Backend>, DocketError> {
-    not_available("redis", false)
+    not_available("redis")
 }
 
 /// Opens the Redis store named by a `redis://…[?namespace=NAME]` URL (default namespace
@@ -109,21 +112,30 @@ async fn sqlite(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
 
 #[cfg(not(feature = "sqlite"))]
 async fn sqlite(_url: &str) -> Result<Arc<dyn Backend>, DocketError> {
-    not_available("sqlite", false)
+    not_available("sqlite")
 }
 
-fn not_available(feature: &'static str, compiled: bool) -> Result<Arc<dyn Backend>, DocketError> {
-    if compiled {
-        Err(DocketError::BackendNotWired {
-            scheme: feature.to_owned(),
-            feature,
-        })
-    } else {
-        Err(DocketError::BackendFeatureDisabled {
-            scheme: feature.to_owned(),
-            feature,
-        })
-    }
+#[cfg(feature = "postgres")]
+async fn postgres(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    let store = docket_postgres::PostgresStore::connect_url(url).await?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn postgres(_url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    not_available("postgres")
+}
+
+/// The error for a URL whose backend was compiled out: it names the cargo feature to enable.
+#[cfg_attr(
+    all(feature = "sqlite", feature = "postgres", feature = "redis"),
+    allow(dead_code)
+)]
+fn not_available(feature: &'static str) -> Result<Arc<dyn Backend>, DocketError> {
+    Err(DocketError::BackendFeatureDisabled {
+        scheme: feature.to_owned(),
+        feature,
+    })
 }
 
 #[cfg(test)]
@@ -148,15 +160,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn postgres_names_its_feature() {
-        let err = connect_backend("postgres://localhost/db")
-            .await
-            .expect_err("not wired");
-        assert!(err.to_string().contains("`postgres`"), "{err}");
-    }
-
     #[cfg(not(feature = "redis"))]
-    #[tokio::test]
     async fn redis_names_its_feature_when_compiled_out() {
         let err = connect_backend("redis://127.0.0.1")
             .await
@@ -172,5 +176,23 @@ mod tests {
             .await
             .expect_err("invalid namespace");
         assert!(err.to_string().contains("a*b"), "{err}");
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[tokio::test]
+    async fn postgres_names_its_feature_when_compiled_out() {
+        let err = connect_backend("postgres://localhost/db")
+            .await
+            .expect_err("compiled out");
+        assert!(err.to_string().contains("`postgres`"), "{err}");
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn a_bad_postgres_url_is_refused_before_connecting() {
+        let err = connect_backend("postgres://localhost/db?schema=Not-Valid")
+            .await
+            .expect_err("bad schema name");
+        assert!(err.to_string().contains("schema name"), "{err}");
     }
 }

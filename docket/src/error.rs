@@ -75,14 +75,6 @@ pub enum DocketError {
         /// The cargo feature to enable.
         feature: &'static str,
     },
-    /// The URL's backend crate is compiled in but not yet wired into the facade.
-    #[error("the {scheme}:// backend is compiled in (feature `{feature}`) but not wired into the docket facade yet; use sqlite:// or memory://")]
-    BackendNotWired {
-        /// The URL scheme.
-        scheme: String,
-        /// Its cargo feature.
-        feature: &'static str,
-    },
 }
 
 fn summarize(diagnostics: &[Diagnostic]) -> String {
@@ -117,7 +109,6 @@ impl DocketError {
             DocketError::Config(_) => "invalid_options",
             DocketError::UnsupportedBackend { .. } => "invalid_backend",
             DocketError::BackendFeatureDisabled { .. } => "invalid_backend",
-            DocketError::BackendNotWired { .. } => "unsupported_operation",
         }
     }
 }

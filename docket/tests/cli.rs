@@ -76,6 +76,8 @@ fn a_misconfigured_worker_is_refused_at_start_up_naming_the_options() {
     assert!(text(&out.stderr).contains("max_attempt_elapsed_ms"));
 }
 
+/// Only without the `postgres` feature: with it, the URL is a real backend (`tests/postgres.rs`).
+#[cfg(not(feature = "postgres"))]
 #[test]
 fn a_backend_url_that_is_not_available_names_what_to_do() {
     let out = docket(&["run", "list", "--backend", "postgres://127.0.0.1/test"]);

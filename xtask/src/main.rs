@@ -9,7 +9,14 @@
 //! * `cargo xtask redis-restart [--runs N]` — restart a private Redis server while
 //!   `docket worker` processes drive N runs on it: they must reconnect, reload their scripts
 //!   and finish every run with a sound history (run by `ci` with 60 runs).
+//! * `cargo xtask pg-workers [--runs N]` — two `docket worker` processes drain N demo runs
+//!   (default 1,000) on one PostgreSQL schema; every history is checked and the split of the
+//!   work printed (`ci` runs 150).
+//! * `cargo xtask pg-plan [--runs N]` — prints the plan of the claim statement over N pending
+//!   runs (default 100,000, also in `ci`) and fails on a sequential scan of the runs table.
 
+mod cli;
+mod postgres;
 mod recovery;
 mod redis_restart;
 mod redis_server;
@@ -21,13 +28,21 @@ use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("services") => services(),
         Some("recovery") => recovery::run(),
-        Some("redis-restart") => redis_restart::run(&args[1..]),
+        Some("redis-restart") => redis_restart::run(rest),
+        Some("pg-workers") => postgres::runs_arg(rest, PG_WORKERS_RUNS)
+            .and_then(|runs| services().and_then(|()| postgres::workers(runs))),
+        Some("pg-plan") => postgres::runs_arg(rest, PG_PLAN_RUNS)
+            .and_then(|runs| services().and_then(|()| postgres::plan(runs))),
         _ => {
-            eprintln!("usage: cargo xtask <ci|services|recovery|redis-restart [--runs N]>");
+            eprintln!(
+                "usage: cargo xtask <ci|services|recovery|redis-restart [--runs N]|\
+                 pg-workers [--runs N]|pg-plan [--runs N]>"
+            );
             return ExitCode::from(2);
         }
     };
@@ -41,6 +56,13 @@ fn main() -> ExitCode {
 }
 
 type Result<T = ()> = std::result::Result<T, String>;
+
+/// Demo runs of `cargo xtask pg-workers` (issue 5: two worker processes drain 1,000 runs).
+const PG_WORKERS_RUNS: usize = 1_000;
+/// The smaller drain `ci` runs.
+const CI_PG_WORKERS_RUNS: usize = 150;
+/// Pending runs of `cargo xtask pg-plan`, in `ci` too (issue 5: 100,000).
+const PG_PLAN_RUNS: usize = 100_000;
 
 pub(crate) fn cargo(args: &[&str]) -> Result {
     step(&format!("cargo {}", args.join(" ")));
@@ -77,8 +99,17 @@ fn ci() -> Result {
     services()?;
     cargo(&["test", "--workspace", "--all-features"])?;
     recovery::run()?;
+    let redis = Instant::now();
     redis_restart::run(&["--runs".to_owned(), CI_RESTART_RUNS.to_owned()])?;
-    eprintln!("\nxtask ci: all green in {:.0?}", started.elapsed());
+    let redis = redis.elapsed();
+    let postgres = Instant::now();
+    postgres::workers(CI_PG_WORKERS_RUNS)?;
+    postgres::plan(PG_PLAN_RUNS)?;
+    eprintln!(
+        "\nxtask ci: all green in {:.0?} (Redis restart: {redis:.1?}; PostgreSQL checks: {:.1?})",
+        started.elapsed(),
+        postgres.elapsed()
+    );
     Ok(())
 }
 

@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::recovery::{binary, count, resolve_approvals, run_with_deadline};
+use crate::cli::{binary, build_docket, count, resolve_approvals, run_with_deadline};
 use crate::redis_server::RedisServer;
-use crate::{cargo, step, Result};
+use crate::{step, Result};
 
 /// Runs started when `--runs` is not given.
 const DEFAULT_RUNS: usize = 200;
@@ -59,14 +59,7 @@ pub fn run(args: &[String]) -> Result {
     step(&format!(
         "redis-restart: {runs} runs, {WORKERS} `docket worker` processes, restart the Redis server mid-way"
     ));
-    cargo(&[
-        "build",
-        "--package",
-        "docket",
-        "--all-features",
-        "--bin",
-        "docket",
-    ])?;
+    build_docket()?;
     let docket = binary()?;
     let dir = std::env::temp_dir().join(format!("docket-redis-restart-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -73,12 +73,12 @@ CREATE TABLE {s}.runs (
 CREATE INDEX runs_list_index ON {s}.runs (started_at DESC, run_id DESC);
 CREATE INDEX runs_scope_list_index ON {s}.runs (scope_key, started_at DESC, run_id DESC);
 CREATE INDEX runs_graph_index ON {s}.runs (scope_key, graph_id, graph_hash);
-CREATE INDEX runs_ready_index ON {s}.runs (wake_at, id)
+CREATE INDEX runs_ready_index ON {s}.runs (wake_at, run_id)
     WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
-CREATE INDEX runs_expired_index ON {s}.runs (claimed_at, id)
+CREATE INDEX runs_expired_index ON {s}.runs (claimed_at, run_id)
     WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
 CREATE INDEX runs_poisoned_index ON {s}.runs (poisoned_at) WHERE poisoned_at IS NOT NULL;
-CREATE INDEX runs_terminal_retention_index ON {s}.runs (updated_at, id)
+CREATE INDEX runs_terminal_retention_index ON {s}.runs (updated_at, run_id)
     WHERE status IN ('done', 'failed', 'cancelled');
 
 CREATE TABLE {s}.events (

@@ -17,8 +17,10 @@ use docket::{Docket, DocketError};
 #[derive(Debug, Parser)]
 #[command(name = "docket", version, about)]
 pub struct Cli {
-    /// Backend URL: sqlite://PATH, memory://, postgres://… or redis://…[?namespace=NAME]
-    /// [default: sqlite://docket.db; for `demo`: sqlite://docket-demo.db]
+    /// Backend URL: sqlite://PATH, memory://, postgres://…[?schema=NAME] or
+    /// redis://…[?namespace=NAME] [default: sqlite://docket.db; for `demo`:
+    /// sqlite://docket-demo.db; a demo URL without schema= / namespace= uses (and empties)
+    /// schema docket_demo / namespace docket-demo]
     #[arg(long, global = true, env = "DOCKET_BACKEND")]
     backend: Option<String>,
     #[command(subcommand)]

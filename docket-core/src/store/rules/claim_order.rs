@@ -6,8 +6,8 @@
 //! * `limit == 1`: the preferred class first, falling through to the other when it is empty;
 //!   without a preference, pure `(eligible_at, class, key)` order.
 //!
-//! `key` is the backend's stable tie-break (memory and SQLite: the run id; PostgreSQL: the
-//! internal row id).
+//! `key` is the stable tie-break: the run id in byte order on every backend (PostgreSQL sorts
+//! `run_id COLLATE "C"`), so all backends pick the same runs from the same candidates.
 
 use crate::model::Timestamp;
 use crate::store::claim::ClaimClass;

@@ -31,7 +31,8 @@ pub const DEFAULT_DEMO_URL: &str = "sqlite://docket-demo.db";
 const ORPHAN_TTL_MS: u64 = 2_000;
 
 /// On Redis the demo works in the namespace named by the URL (`?namespace=`), or
-/// `docket-demo` when it names none, and deletes that namespace's keys first.
+/// `docket-demo` when it names none, and deletes that namespace's keys first; on PostgreSQL
+/// it drops and recreates the URL's schema (`?schema=`), or `docket_demo` when it names none.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Runs to start (spread over the example graphs).
@@ -76,26 +77,40 @@ fn demo_config(concurrency: usize) -> WorkerConfig {
 /// `docket` namespace, because the demo deletes its namespace's keys first.
 const DEMO_NAMESPACE: &str = "docket-demo";
 
-/// `url`, with `namespace=docket-demo` added to a Redis URL that names no namespace.
+/// The schema the demo uses on PostgreSQL when the URL names none: never the default `docket`
+/// schema, because the demo drops its schema first.
+const DEFAULT_DEMO_SCHEMA: &str = "docket_demo";
+
+/// `url`, with the demo's own namespace (Redis) or schema (PostgreSQL) added when it names
+/// none, so the demo never empties a store that may hold real runs.
 fn demo_url(url: &str) -> String {
-    let is_redis = matches!(
-        docket::BackendUrl::parse(url),
-        Ok(docket::BackendUrl::Redis(_))
-    );
+    let (param, value) = match docket::BackendUrl::parse(url) {
+        Ok(docket::BackendUrl::Redis(_)) => ("namespace", DEMO_NAMESPACE),
+        Ok(docket::BackendUrl::Postgres(_)) => ("schema", DEFAULT_DEMO_SCHEMA),
+        _ => return url.to_owned(),
+    };
     let query = url.split_once('?').map_or("", |(_, q)| q);
     let named = query
         .split('&')
-        .any(|pair| pair == "namespace" || pair.starts_with("namespace="));
-    if !is_redis || named {
+        .any(|pair| pair == param || pair.starts_with(&format!("{param}=")));
+    if named {
         return url.to_owned();
     }
     let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}namespace={DEMO_NAMESPACE}")
+    format!("{url}{separator}{param}={value}")
 }
 
 /// Opens the demo's store emptied, so every demo starts from scratch: the SQLite files are
-/// removed first; a Redis namespace has every key deleted.
+/// removed first; a Redis namespace has every key deleted; a PostgreSQL schema is dropped.
 async fn open_fresh_store(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
+    #[cfg(feature = "postgres")]
+    if matches!(
+        docket::BackendUrl::parse(url),
+        Ok(docket::BackendUrl::Postgres(_))
+    ) {
+        docket_postgres::PostgresStore::drop_schema(url).await?;
+        return docket::connect_backend(url).await;
+    }
     #[cfg(feature = "redis")]
     if matches!(
         docket::BackendUrl::parse(url),
@@ -322,5 +337,21 @@ mod tests {
             "redis://h?namespace=mine"
         );
         assert_eq!(demo_url("sqlite://d.db"), "sqlite://d.db");
+    }
+
+    #[test]
+    fn a_postgres_demo_url_gets_the_demo_schema_unless_it_names_one() {
+        assert_eq!(
+            demo_url("postgres://h/db"),
+            "postgres://h/db?schema=docket_demo"
+        );
+        assert_eq!(
+            demo_url("postgres://h/db?sslmode=disable"),
+            "postgres://h/db?sslmode=disable&schema=docket_demo"
+        );
+        assert_eq!(
+            demo_url("postgres://h/db?pool_size=2&schema=mine"),
+            "postgres://h/db?pool_size=2&schema=mine"
+        );
     }
 }

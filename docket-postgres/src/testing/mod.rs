@@ -1,223 +1,25 @@
-//! Test support (feature `testing`): the conformance-suite [`Harness`] for PostgreSQL and SQL
-//! helpers that tests need (raw snapshots, corruption, the operational row with its token).
+//! Test support (feature `testing`): the conformance-suite [`Harness`](docket_conformance::Harness)
+//! for PostgreSQL ([`PostgresHarness`]) and SQL helpers that tests need (raw snapshots,
+//! corruption, the operational row with its token, bulk fills).
 //!
-//! Each harness case gets its own schema `docket_t_<uuid>`, dropped (CASCADE) when its
+//! Each harness case gets its own schema `docket_t_<uuid>`, dropped (CASCADE) after its
 //! [`SchemaGuard`] is dropped. The server is found through `DOCKET_TEST_POSTGRES_URL`
 //! (default [`DEFAULT_TEST_URL`]); an unreachable server fails the case, it never skips it.
 
-use std::sync::Arc;
+mod bulk;
+mod harness;
 
-use async_trait::async_trait;
-use docket_conformance::{Capabilities, Harness};
 use docket_core::model::{GraphRef, OperationalState, OwnerScope, RunId, Scope};
-use docket_core::store::{Backend, StoreError};
+use docket_core::store::StoreError;
 use sqlx::postgres::PgPool;
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 use crate::codec::decode_run_row;
 use crate::error;
-use crate::options::PostgresOptions;
 use crate::store::{scope_binds, PostgresStore};
 
-/// The test server used when `DOCKET_TEST_POSTGRES_URL` is unset.
-pub const DEFAULT_TEST_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
-/// The test server URL: `DOCKET_TEST_POSTGRES_URL` or [`DEFAULT_TEST_URL`].
-#[must_use]
-pub fn test_url() -> String {
-    std::env::var("DOCKET_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_TEST_URL.to_owned())
-}
-
-/// A fresh schema name for one test: `docket_t_<uuid without hyphens>`.
-#[must_use]
-pub fn fresh_schema_name() -> String {
-    format!("docket_t_{}", uuid::Uuid::new_v4().simple())
-}
-
-/// The conformance harness: every case gets a store in its own fresh schema.
-#[derive(Clone, Debug)]
-pub struct PostgresHarness {
-    url: String,
-    pool_size: u32,
-    poll_only: bool,
-}
-
-impl Default for PostgresHarness {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl PostgresHarness {
-    /// A harness for [`test_url`] with a pool of 10 connections per case.
-    #[must_use]
-    pub fn new() -> Self {
-        Self {
-            url: test_url(),
-            pool_size: 10,
-            poll_only: false,
-        }
-    }
-
-    /// The same harness, opening stores in poll-only (transaction pooler) mode.
-    #[must_use]
-    pub fn poll_only(mut self) -> Self {
-        self.poll_only = true;
-        self
-    }
-
-    /// The same harness with another pool size per case.
-    #[must_use]
-    pub fn pool_size(mut self, size: u32) -> Self {
-        self.pool_size = size;
-        self
-    }
-
-    /// The same harness against another server URL.
-    #[must_use]
-    pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.url = url.into();
-        self
-    }
-
-    /// A store in a fresh schema, with the guard that drops the schema.
-    ///
-    /// # Errors
-    /// Any failure to reach the server or to migrate the schema.
-    pub async fn open_store(&self) -> Result<(PostgresStore, SchemaGuard), StoreError> {
-        let schema = fresh_schema_name();
-        // The guard exists before the schema does, so a failed migration is cleaned up too.
-        let guard_url = self.url.clone();
-        let store = PostgresStore::connect(
-            &self.url,
-            PostgresOptions {
-                schema: schema.clone(),
-                pool_size: self.pool_size,
-                poll_only: self.poll_only,
-                ..PostgresOptions::default()
-            },
-        )
-        .await;
-        let store = match store {
-            Ok(store) => store,
-            Err(e) => {
-                drop(SchemaGuard {
-                    url: guard_url,
-                    schema,
-                    store: None,
-                });
-                return Err(e);
-            }
-        };
-        Ok((
-            store.clone(),
-            SchemaGuard {
-                url: guard_url,
-                schema,
-                store: Some(store),
-            },
-        ))
-    }
-}
-
-/// Drops its schema (CASCADE) when dropped. Dropping blocks briefly on a helper thread with
-/// its own connection, because `Drop` cannot await.
-pub struct SchemaGuard {
-    url: String,
-    schema: String,
-    store: Option<PostgresStore>,
-}
-
-impl std::fmt::Debug for SchemaGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SchemaGuard")
-            .field("schema", &self.schema)
-            .finish_non_exhaustive()
-    }
-}
-
-impl SchemaGuard {
-    /// The schema this guard owns.
-    #[must_use]
-    pub fn schema(&self) -> &str {
-        &self.schema
-    }
-
-    fn store(&self) -> Result<&PostgresStore, StoreError> {
-        self.store
-            .as_ref()
-            .ok_or_else(|| StoreError::invalid_argument("the guard holds no store"))
-    }
-}
-
-impl Drop for SchemaGuard {
-    fn drop(&mut self) {
-        let url = self.url.clone();
-        let sql = format!(
-            "SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {} CASCADE",
-            self.schema
-        );
-        let dropper = std::thread::spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            runtime.block_on(async move {
-                if let Ok(mut conn) = sqlx::PgConnection::connect(&url).await {
-                    if let Err(error) = sqlx::raw_sql(&sql).execute(&mut conn).await {
-                        tracing::warn!(%error, "could not drop a test schema");
-                    }
-                    let _ = conn.close().await;
-                }
-            });
-        });
-        let _ = dropper.join();
-    }
-}
-
-#[async_trait]
-impl Harness for PostgresHarness {
-    type Guard = SchemaGuard;
-
-    async fn open(&self) -> Result<(Arc<dyn Backend>, SchemaGuard), StoreError> {
-        let (store, guard) = self.open_store().await?;
-        Ok((Arc::new(store), guard))
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            wakeups: !self.poll_only,
-        }
-    }
-
-    async fn raw_snapshot(&self, guard: &SchemaGuard) -> Result<String, StoreError> {
-        raw_snapshot(guard.store()?).await
-    }
-
-    async fn corrupt_run(&self, guard: &SchemaGuard, run_id: &RunId) -> Result<(), StoreError> {
-        corrupt_run(guard.store()?, run_id).await
-    }
-
-    async fn corrupt_event(
-        &self,
-        guard: &SchemaGuard,
-        run_id: &RunId,
-        seq: u64,
-    ) -> Result<(), StoreError> {
-        corrupt_event(guard.store()?, run_id, seq).await
-    }
-
-    async fn corrupt_graph(
-        &self,
-        guard: &SchemaGuard,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-    ) -> Result<(), StoreError> {
-        corrupt_graph(guard.store()?, owner, graph_ref).await
-    }
-}
+pub use bulk::{bulk_insert_runs, BulkRuns};
+pub use harness::{fresh_schema_name, test_url, PostgresHarness, SchemaGuard, DEFAULT_TEST_URL};
 
 /// The store's pool, for tests that need raw SQL.
 #[must_use]

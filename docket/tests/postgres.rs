@@ -1,0 +1,212 @@
+//! The facade and the CLI on PostgreSQL (feature `postgres`): `postgres://…?schema=` URLs,
+//! workers on separate connections sharing one schema, and the demo end to end. Each test
+//! uses its own schema, dropped at the end. The server is `DOCKET_TEST_POSTGRES_URL`
+//! (default `postgres://postgres@127.0.0.1:5432/test`); without one the tests fail.
+#![cfg(feature = "postgres")]
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use docket::core::model::{InterruptStatus, RunId, RunQuery, RunStatus};
+use docket::engine::{DrainBudget, Worker, WorkerConfig, WorkerStats};
+use docket::examples::EXAMPLES;
+use docket::history::check_history;
+use docket::{Docket, StartOptions};
+
+fn server_url() -> String {
+    std::env::var("DOCKET_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A fresh schema's URL; the schema is dropped when the guard is.
+struct Schema {
+    url: String,
+}
+
+impl Schema {
+    fn fresh(tag: &str) -> Schema {
+        let unique = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Schema {
+            url: format!(
+                "{}?schema=docket_t_{tag}_{}_{unique}",
+                server_url(),
+                std::process::id()
+            ),
+        }
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let url = self.url.clone();
+        // `Drop` cannot await: drop the schema on a helper thread with its own runtime.
+        let dropped = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?
+                .block_on(docket_postgres::PostgresStore::drop_schema(&url))
+                .map_err(|e| e.to_string())
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(_))) {
+            eprintln!("could not drop the test schema of {}", self.url);
+        }
+    }
+}
+
+fn config() -> WorkerConfig {
+    WorkerConfig {
+        concurrency: 2,
+        poll_interval_ms: 50,
+        orphan_ttl_ms: 10_000,
+        max_attempt_elapsed_ms: 1_000,
+        drain_budget: DrainBudget {
+            max_moments: Some(100),
+            max_elapsed_ms: 2_000,
+        },
+        ..WorkerConfig::default()
+    }
+}
+
+async fn facade(url: &str) -> Docket {
+    let backend = docket::connect_backend(url)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL (DOCKET_TEST_POSTGRES_URL) at {url}: {e}"));
+    Docket::builder(backend, docket::nodes::registry())
+        .config(config())
+        .build()
+        .expect("facade")
+}
+
+async fn statuses(docket: &Docket) -> Vec<(RunId, RunStatus)> {
+    let page = docket
+        .list_runs(&RunQuery {
+            limit: 100,
+            ..RunQuery::default()
+        })
+        .await
+        .expect("list runs");
+    page.runs.into_iter().map(|s| (s.id, s.status)).collect()
+}
+
+/// Polls (with a deadline) until no run is running, approving every open approval.
+async fn finish_all(docket: &Docket) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs = statuses(docket).await;
+        if runs.iter().all(|(_, s)| s.is_terminal()) {
+            return;
+        }
+        for (id, status) in &runs {
+            if *status == RunStatus::Waiting {
+                let info = docket.inspect_run(id).await.expect("inspect");
+                let open = info
+                    .run
+                    .interrupts
+                    .values()
+                    .filter(|i| i.status == InterruptStatus::Open);
+                for interrupt in open {
+                    docket
+                        .resolve_interrupt(id, &interrupt.id, json!(true))
+                        .await
+                        .expect("resolve an open interrupt");
+                }
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "runs stuck: {runs:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_workers_on_separate_connections_drain_the_examples_on_one_schema() {
+    let schema = Schema::fresh("facade");
+    // `Docket::connect` migrates the schema named in the URL.
+    let client = Docket::connect(&schema.url).await.expect("connect");
+    let mut graphs = Vec::new();
+    for example in EXAMPLES {
+        graphs.push((
+            example,
+            client.save_graph_json(example.json).await.expect("save"),
+        ));
+    }
+    // Two facades with their own pools: the stand-ins for two worker processes.
+    let (a, b) = (facade(&schema.url).await, facade(&schema.url).await);
+    let (stats_a, stats_b) = (Arc::new(WorkerStats::new()), Arc::new(WorkerStats::new()));
+    let workers = [
+        Worker::builder(a.engine()).stats(stats_a.clone()).start(),
+        Worker::builder(b.engine()).stats(stats_b.clone()).start(),
+    ];
+    let mut ids = Vec::new();
+    for n in 0..16 {
+        let (example, graph_ref) = &graphs[n % graphs.len()];
+        let run = client
+            .start_run(graph_ref, example.input(n), StartOptions::default())
+            .await
+            .expect("start");
+        ids.push((run.id, example.expected));
+    }
+    finish_all(&client).await;
+    for worker in workers {
+        worker.shutdown().await;
+    }
+    for (id, expected) in &ids {
+        let run = client.fetch_run(id).await.expect("run");
+        assert_eq!(run.status, *expected, "run {id}");
+        let events = client.all_events(id).await.expect("events");
+        assert_eq!(check_history(&run, &events), Vec::<String>::new(), "{id}");
+    }
+    let (a, b) = (stats_a.snapshot(), stats_b.snapshot());
+    assert!(
+        a.moments_committed > 0 && b.moments_committed > 0,
+        "both workers share the load: {a:?} {b:?}"
+    );
+    assert_eq!(a.fence_losses + b.fence_losses, 0, "{a:?} {b:?}");
+}
+
+#[test]
+fn the_demo_and_the_admin_commands_run_on_postgres() {
+    let schema = Schema::fresh("cli");
+    let docket = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_docket"))
+            .args(args)
+            .args(["--backend", &schema.url])
+            .env("RUST_LOG", "error")
+            .output()
+            .expect("the docket binary runs")
+    };
+    let out = docket(&["demo", "--runs", "12"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("result: OK"), "{stdout}");
+    let verify = docket(&["run", "verify", "--expect-terminal"]);
+    let verified = String::from_utf8_lossy(&verify.stdout);
+    assert!(verify.status.success(), "{verified}");
+    assert!(
+        verified.contains("verified 12 runs: 0 with violations"),
+        "{verified}"
+    );
+    // A second demo on the same URL starts from an empty schema.
+    let out = docket(&["demo", "--runs", "4", "--no-workers"]);
+    assert!(out.status.success());
+    let listed = docket(&["run", "list", "--json"]);
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout)
+            .matches("\"id\":")
+            .count(),
+        4
+    );
+}
