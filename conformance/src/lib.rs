@@ -13,7 +13,7 @@ mod table;
 
 pub use env::Env;
 pub use harness::{Capabilities, Harness};
-pub use report::{cases, run_all, run_matching, CaseFailure, FamilyReport, Report};
+pub use report::{cases, run_all, run_matching, run_observed, CaseFailure, FamilyReport, Report};
 pub use runner::{CaseFn, CaseInfo};
 
 /// Support for the macros; not part of the API.

@@ -157,9 +157,21 @@ where
     H: Harness,
     F: Fn(&CaseInfo) -> bool,
 {
+    run_observed(harness, select, |_, _| {}).await
+}
+
+/// [`run_matching`] that tells `observe` the outcome of each case as soon as it is known
+/// (for progress output on long runs against a remote server).
+pub async fn run_observed<H, F, O>(harness: &H, select: F, mut observe: O) -> Report
+where
+    H: Harness,
+    F: Fn(&CaseInfo) -> bool,
+    O: FnMut(&CaseInfo, &Result<(), String>),
+{
     let mut report = Report::default();
     for case in CASES.iter().filter(|c| select(c)) {
         let outcome = run_caught(harness, case.run).await;
+        observe(case, &outcome);
         report.record(case, outcome);
     }
     report

@@ -157,3 +157,35 @@ fn publish_start_work_inspect_verify_from_the_command_line() {
     assert!(verified.status.success(), "{}", text(&verified.stdout));
     assert!(text(&verified.stdout).contains("verified 1 runs: 0 with violations"));
 }
+
+#[test]
+#[cfg(feature = "conformance")]
+fn the_conformance_command_reports_each_family_of_the_suite() {
+    let out = docket(&[
+        "conformance",
+        "--backend",
+        "memory://",
+        "--filter",
+        "transitions__",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("transitions"))
+        .expect("a transitions row");
+    let passed: usize = row
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("a passed count");
+    assert!(passed > 50, "{row}");
+    assert!(
+        stdout.contains(&format!("all {passed} cases passed")),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.lines().any(|l| l.starts_with("claims")),
+        "the filter selects one family: {stdout}"
+    );
+}

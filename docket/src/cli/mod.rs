@@ -1,6 +1,8 @@
 //! Command-line definitions (clap derive) and dispatch.
 
 mod admin;
+#[cfg(feature = "conformance")]
+mod conformance;
 mod demo;
 mod json;
 mod verify;
@@ -47,6 +49,10 @@ enum Command {
     Interrupt(admin::InterruptCommand),
     /// Create or upgrade the backend's schema.
     Migrate,
+    /// Run the shared conformance suite against the backend of --backend (each case in its
+    /// own temp file, schema or key namespace) and print the report per family.
+    #[cfg(feature = "conformance")]
+    Conformance(conformance::ConformanceArgs),
 }
 
 /// Options shared by commands that print data.
@@ -59,6 +65,19 @@ pub struct Format {
 
 /// An error to print, with the process exit status already decided.
 pub type CliResult = Result<ExitCode, DocketError>;
+
+impl Cli {
+    /// The log filter used when `RUST_LOG` is unset: warnings, except for `conformance`, whose
+    /// cases provoke poisonings and fence losses on purpose (their warnings would be noise).
+    #[must_use]
+    pub fn default_log_filter(&self) -> &'static str {
+        match self.command {
+            #[cfg(feature = "conformance")]
+            Command::Conformance(_) => "error",
+            _ => "warn",
+        }
+    }
+}
 
 /// Runs one parsed command line.
 ///
@@ -75,6 +94,8 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Run(cmd) => admin::run_command(&connect(url.as_deref()).await?, cmd).await,
         Command::Events(args) => admin::events(&connect(url.as_deref()).await?, args).await,
         Command::Interrupt(cmd) => admin::interrupt(&connect(url.as_deref()).await?, cmd).await,
+        #[cfg(feature = "conformance")]
+        Command::Conformance(args) => conformance::run(&backend_url(url.as_deref()), args).await,
         Command::Migrate => {
             let url = backend_url(url.as_deref());
             connect(Some(&url)).await?;
