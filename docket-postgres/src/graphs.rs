@@ -153,18 +153,6 @@ impl PostgresStore {
                 i64::from(query.limit) + 1,
             )
             .await?;
-        let (versions, has_more) = queries::take_page(versions, query.limit);
-        let next_before = versions
-            .last()
-            .map(|v| GraphCursor {
-                published_at: v.published_at,
-                graph_hash: v.graph_ref.graph_hash.clone(),
-            })
-            .or_else(|| query.before.clone());
-        Ok(GraphVersionPage {
-            versions,
-            next_before,
-            has_more,
-        })
+        Ok(queries::graph_version_page(versions, query))
     }
 }

@@ -1,9 +1,7 @@
 //! Reads: runs, run pages, events and event pages. Scope filters live in the SQL, so a row of
 //! another tenant is never fetched, let alone decoded.
 
-use docket_core::model::{
-    Event, EventPage, EventQuery, RunCursor, RunId, RunInfo, RunPage, RunQuery, Scope,
-};
+use docket_core::model::{Event, EventPage, EventQuery, RunId, RunInfo, RunPage, RunQuery, Scope};
 use docket_core::store::rules::queries;
 use docket_core::store::StoreError;
 use sqlx::{QueryBuilder, Row};
@@ -100,19 +98,7 @@ impl PostgresStore {
             .iter()
             .map(decode_summary)
             .collect::<Result<Vec<_>, _>>()?;
-        let (runs, has_more) = queries::take_page(runs, query.limit);
-        let next_before = runs
-            .last()
-            .map(|r| RunCursor {
-                started_at: r.started_at,
-                run_id: r.id.clone(),
-            })
-            .or_else(|| query.before.clone());
-        Ok(RunPage {
-            runs,
-            next_before,
-            has_more,
-        })
+        Ok(queries::run_page(runs, query))
     }
 
     pub(crate) async fn do_fetch_event(

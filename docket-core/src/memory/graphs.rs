@@ -2,11 +2,11 @@
 
 use crate::graph::GraphDocument;
 use crate::model::{
-    GraphCursor, GraphHash, GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery,
-    OwnerScope, Timestamp,
+    GraphHash, GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery, OwnerScope,
+    Timestamp,
 };
 use crate::store::rules::graph::{decode_stored, encode_for_save};
-use crate::store::rules::queries::{take_page, validate_graph_query};
+use crate::store::rules::queries::{graph_version_page, validate_graph_query};
 use crate::store::StoreError;
 
 use super::state::{GraphKey, GraphRow, State};
@@ -126,17 +126,5 @@ pub(super) fn list_graph_versions(
         })
         .take(query.limit as usize + 1)
         .collect();
-    let (versions, has_more) = take_page(rows, query.limit);
-    let next_before = versions
-        .last()
-        .map(|v| GraphCursor {
-            published_at: v.published_at,
-            graph_hash: v.graph_ref.graph_hash.clone(),
-        })
-        .or_else(|| query.before.clone());
-    Ok(GraphVersionPage {
-        versions,
-        next_before,
-        has_more,
-    })
+    Ok(graph_version_page(rows, query))
 }

@@ -1,11 +1,10 @@
 //! Run and event reads (spec §4.2, §4.4), from the locked state.
 
 use crate::model::{
-    Event, EventPage, EventQuery, Run, RunCursor, RunId, RunInfo, RunPage, RunQuery, RunSummary,
-    Scope,
+    Event, EventPage, EventQuery, Run, RunId, RunInfo, RunPage, RunQuery, RunSummary, Scope,
 };
 use crate::store::rules::queries::{
-    event_page, take_page, validate_event_query, validate_run_query,
+    event_page, run_page, validate_event_query, validate_run_query,
 };
 use crate::store::StoreError;
 
@@ -80,19 +79,7 @@ pub(super) fn list_runs(
         .collect();
     rows.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
     rows.truncate(query.limit as usize + 1);
-    let (runs, has_more) = take_page(rows, query.limit);
-    let next_before = runs
-        .last()
-        .map(|r| RunCursor {
-            started_at: r.started_at,
-            run_id: r.id.clone(),
-        })
-        .or_else(|| query.before.clone());
-    Ok(RunPage {
-        runs,
-        next_before,
-        has_more,
-    })
+    Ok(run_page(rows, query))
 }
 
 /// One retained event of a visible run.

@@ -2,11 +2,11 @@
 
 use docket_core::graph::GraphDocument;
 use docket_core::model::{
-    GraphCursor, GraphHash, GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery,
-    OwnerScope, Timestamp,
+    GraphHash, GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery, OwnerScope,
+    Timestamp,
 };
 use docket_core::store::rules::graph::{decode_stored, encode_for_save};
-use docket_core::store::rules::queries::{take_page, validate_graph_query};
+use docket_core::store::rules::queries::{graph_version_page, validate_graph_query};
 use docket_core::store::StoreError;
 
 use super::{Params, RedisStore};
@@ -133,27 +133,16 @@ impl RedisStore {
         let rows = self
             .versions(owner, graph_id, &max, query.limit as usize + 1)
             .await?;
-        let (rows, has_more) = take_page(rows, query.limit);
-        let next_before = rows
-            .last()
-            .map(|(published_at, graph_hash)| GraphCursor {
-                published_at: *published_at,
-                graph_hash: graph_hash.clone(),
+        let versions = rows
+            .into_iter()
+            .map(|(published_at, graph_hash)| GraphVersion {
+                graph_ref: GraphRef {
+                    graph_id: graph_id.clone(),
+                    graph_hash,
+                },
+                published_at,
             })
-            .or_else(|| query.before.clone());
-        Ok(GraphVersionPage {
-            versions: rows
-                .into_iter()
-                .map(|(published_at, graph_hash)| GraphVersion {
-                    graph_ref: GraphRef {
-                        graph_id: graph_id.clone(),
-                        graph_hash,
-                    },
-                    published_at,
-                })
-                .collect(),
-            next_before,
-            has_more,
-        })
+            .collect();
+        Ok(graph_version_page(versions, query))
     }
 }

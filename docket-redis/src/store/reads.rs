@@ -2,11 +2,10 @@
 //! (see [`crate::codec`]): undecodable or inconsistent records are `Corrupt`, never absent.
 
 use docket_core::model::{
-    Event, EventPage, EventQuery, RunCursor, RunId, RunInfo, RunPage, RunQuery, RunSummary, Scope,
-    MAX_SEQ,
+    Event, EventPage, EventQuery, RunId, RunInfo, RunPage, RunQuery, RunSummary, Scope, MAX_SEQ,
 };
 use docket_core::store::rules::queries::{
-    event_page, take_page, validate_event_query, validate_run_query,
+    event_page, run_page, validate_event_query, validate_run_query,
 };
 use docket_core::store::StoreError;
 
@@ -128,19 +127,7 @@ impl RedisStore {
             }
             max = format!("({last}");
         }
-        let (runs, has_more) = take_page(rows, query.limit);
-        let next_before = runs
-            .last()
-            .map(|r| RunCursor {
-                started_at: r.started_at,
-                run_id: r.id.clone(),
-            })
-            .or_else(|| query.before.clone());
-        Ok(RunPage {
-            runs,
-            next_before,
-            has_more,
-        })
+        Ok(run_page(rows, query))
     }
 
     fn event_keys(&self, run_id: &RunId) -> Vec<String> {

@@ -5,11 +5,11 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use docket_core::graph::GraphDocument;
 use docket_core::model::{
-    GraphCursor, GraphHash, GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery,
-    OwnerScope, Timestamp,
+    GraphHash, GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery, OwnerScope,
+    Timestamp,
 };
 use docket_core::store::rules::graph::decode_stored;
-use docket_core::store::rules::queries::take_page;
+use docket_core::store::rules::queries::graph_version_page;
 use docket_core::store::StoreError;
 
 use crate::error::SqlResult;
@@ -170,17 +170,5 @@ pub(crate) fn list(
         let (hash, published_at) = row.sql()?;
         versions.push(version_from(graph_id, hash, published_at)?);
     }
-    let (versions, has_more) = take_page(versions, query.limit);
-    let next_before = match versions.last() {
-        Some(last) => Some(GraphCursor {
-            published_at: last.published_at,
-            graph_hash: last.graph_ref.graph_hash.clone(),
-        }),
-        None => query.before.clone(),
-    };
-    Ok(GraphVersionPage {
-        versions,
-        next_before,
-        has_more,
-    })
+    Ok(graph_version_page(versions, query))
 }

@@ -3,10 +3,8 @@
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection};
 
-use docket_core::model::{
-    Event, EventPage, EventQuery, RunCursor, RunId, RunInfo, RunPage, RunQuery, Scope,
-};
-use docket_core::store::rules::queries::{event_page, take_page};
+use docket_core::model::{Event, EventPage, EventQuery, RunId, RunInfo, RunPage, RunQuery, Scope};
+use docket_core::store::rules::queries::{event_page, run_page};
 use docket_core::store::StoreError;
 
 use super::sql::{load_event, load_run, snapshot};
@@ -74,19 +72,7 @@ pub(crate) fn list_runs(
     for values in rows {
         runs.push(decode_summary(&values.sql()?)?);
     }
-    let (runs, has_more) = take_page(runs, query.limit);
-    let next_before = match runs.last() {
-        Some(last) => Some(RunCursor {
-            started_at: last.started_at,
-            run_id: last.id.clone(),
-        }),
-        None => query.before.clone(),
-    };
-    Ok(RunPage {
-        runs,
-        next_before,
-        has_more,
-    })
+    Ok(run_page(runs, query))
 }
 
 /// `fetch_event`.

@@ -3,11 +3,10 @@
 use async_trait::async_trait;
 use docket_core::graph::GraphDocument;
 use docket_core::model::{
-    GraphCursor, GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery, OwnerScope,
-    Timestamp,
+    GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery, OwnerScope, Timestamp,
 };
 use docket_core::store::rules::graph::{decode_stored, encode_for_save};
-use docket_core::store::rules::queries::{take_page, validate_graph_query};
+use docket_core::store::rules::queries::{graph_version_page, validate_graph_query};
 use docket_core::store::{GraphStore, StoreError};
 
 use crate::tables::{GraphRow, Tables};
@@ -116,18 +115,6 @@ impl GraphStore for MapStore {
             })
             .take(query.limit as usize + 1)
             .collect();
-        let (versions, has_more) = take_page(rows, query.limit);
-        let next_before = versions
-            .last()
-            .map(|v| GraphCursor {
-                published_at: v.published_at,
-                graph_hash: v.graph_ref.graph_hash.clone(),
-            })
-            .or_else(|| query.before.clone());
-        Ok(GraphVersionPage {
-            versions,
-            next_before,
-            has_more,
-        })
+        Ok(graph_version_page(rows, query))
     }
 }

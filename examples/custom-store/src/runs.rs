@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use async_trait::async_trait;
 use docket_core::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphHash, GraphId, OwnerScope, PoisonReason, Run,
-    RunCursor, RunId, RunInfo, RunPage, RunQuery, RunSummary, Scope, Timestamp,
+    RunId, RunInfo, RunPage, RunQuery, RunSummary, Scope, Timestamp,
 };
 use docket_core::store::rules::claim_order::{select, Candidate};
 use docket_core::store::rules::ops::{
@@ -13,7 +13,7 @@ use docket_core::store::rules::ops::{
     apply_retry_poisoned, claim_class, claim_decision, validate_abandon_policy, ClaimDecision,
 };
 use docket_core::store::rules::queries::{
-    event_page, take_page, validate_event_query, validate_prune_policy, validate_run_query,
+    event_page, run_page, validate_event_query, validate_prune_policy, validate_run_query,
 };
 use docket_core::store::{
     AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimLease, ClaimPolicy, ClaimedCommit,
@@ -250,19 +250,7 @@ impl RunStore for MapStore {
             .collect();
         rows.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
         rows.truncate(query.limit as usize + 1);
-        let (runs, has_more) = take_page(rows, query.limit);
-        let next_before = runs
-            .last()
-            .map(|r| RunCursor {
-                started_at: r.started_at,
-                run_id: r.id.clone(),
-            })
-            .or_else(|| query.before.clone());
-        Ok(RunPage {
-            runs,
-            next_before,
-            has_more,
-        })
+        Ok(run_page(rows, query))
     }
 
     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {

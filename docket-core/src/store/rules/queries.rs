@@ -1,6 +1,9 @@
 //! Query validation and page construction shared by all backends (spec §2.10).
 
-use crate::model::{Event, EventPage, EventQuery, GraphVersionQuery, RunQuery, MAX_PAGE_LIMIT};
+use crate::model::{
+    Event, EventPage, EventQuery, GraphCursor, GraphVersion, GraphVersionPage, GraphVersionQuery,
+    RunCursor, RunPage, RunQuery, RunSummary, MAX_PAGE_LIMIT,
+};
 use crate::store::error::StoreError;
 use crate::store::prune::PrunePolicy;
 
@@ -73,6 +76,44 @@ pub fn take_page<T>(mut rows: Vec<T>, limit: u32) -> (Vec<T>, bool) {
     let has_more = rows.len() > limit;
     rows.truncate(limit);
     (rows, has_more)
+}
+
+/// Builds a run page from `rows` (fetched as `limit + 1` in final order): the cursor is the
+/// last returned run, or the supplied cursor when the page is empty.
+#[must_use]
+pub fn run_page(rows: Vec<RunSummary>, query: &RunQuery) -> RunPage {
+    let (runs, has_more) = take_page(rows, query.limit);
+    let next_before = runs
+        .last()
+        .map(|r| RunCursor {
+            started_at: r.started_at,
+            run_id: r.id.clone(),
+        })
+        .or_else(|| query.before.clone());
+    RunPage {
+        runs,
+        next_before,
+        has_more,
+    }
+}
+
+/// Builds a graph version page from `rows` (fetched as `limit + 1` in final order): the
+/// cursor is the last returned version, or the supplied cursor when the page is empty.
+#[must_use]
+pub fn graph_version_page(rows: Vec<GraphVersion>, query: &GraphVersionQuery) -> GraphVersionPage {
+    let (versions, has_more) = take_page(rows, query.limit);
+    let next_before = versions
+        .last()
+        .map(|v| GraphCursor {
+            published_at: v.published_at,
+            graph_hash: v.graph_ref.graph_hash.clone(),
+        })
+        .or_else(|| query.before.clone());
+    GraphVersionPage {
+        versions,
+        next_before,
+        has_more,
+    }
 }
 
 /// Builds an event page from the page rows and the retained bounds read in one snapshot.
