@@ -6,72 +6,30 @@
 //! a run whose document is corrupt is still claimed, and its holder learns of the damage when
 //! it fetches the run (`Corrupt`), instead of one bad row blocking every claim.
 
-use crate::model::{ClaimToken, PoisonReason, Run, RunId, Scope, Timestamp};
-use crate::store::rules::claim_order::{select, Candidate};
+use crate::model::{ClaimToken, Run, RunId, Scope, Timestamp};
+use crate::store::rules::claim_pass::{claim_pass, ClaimRow};
 use crate::store::rules::ops::{
-    apply_abandon, apply_claim_poison, apply_lease, apply_refresh, apply_release,
-    apply_retry_poisoned, claim_class, claim_decision, validate_abandon_policy, ClaimDecision,
+    apply_abandon, apply_refresh, apply_release, apply_retry_poisoned, validate_abandon_policy,
 };
-use crate::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimLease, ClaimPolicy, PoisonedClaim, StoreError,
-};
+use crate::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, StoreError};
 
 use super::state::{decode_run, State};
 
 /// Selects and claims (or poisons) at most `policy.limit` due runs, atomically.
 pub(super) fn claim_due(state: &mut State, policy: &ClaimPolicy) -> ClaimBatch {
-    let candidates: Vec<Candidate<RunId>> = state
-        .runs
-        .iter()
-        .filter_map(|(id, row)| {
-            claim_class(
-                row.columns.status,
-                &row.ops,
-                policy.now,
-                policy.orphan_ttl_ms,
-            )
-            .map(|(class, eligible_at)| Candidate {
-                class,
-                eligible_at,
-                key: id.clone(),
-            })
-        })
-        .collect();
-    let limit = usize::try_from(policy.limit.get()).unwrap_or(usize::MAX);
-    let mut batch = ClaimBatch::default();
-    for candidate in select(candidates, limit, policy.preference) {
-        let Some(row) = state.runs.get_mut(&candidate.key) else {
-            continue;
-        };
-        match claim_decision(&row.ops, policy.max_claim_attempts.get()) {
-            ClaimDecision::Lease { attempt } => {
-                let token = ClaimToken::mint();
-                apply_lease(&mut row.ops, token.clone(), policy.now);
-                batch.leases.push(ClaimLease {
-                    run_id: candidate.key,
-                    owner: row.owner.clone(),
-                    graph_id: row.columns.graph_id.clone(),
-                    graph_hash: row.columns.graph_hash.clone(),
-                    checkpoint_seq: row.columns.checkpoint_seq,
-                    claim_token: token,
-                    claimed_at: policy.now,
-                    claim_attempt: attempt,
-                    orphan_ttl_ms: policy.orphan_ttl_ms,
-                });
-            }
-            ClaimDecision::Poison => {
-                apply_claim_poison(&mut row.ops, policy.now);
-                tracing::warn!(
-                    run_id = %candidate.key,
-                    reason = "max_claim_attempts_exceeded",
-                    "docket.claim.poisoned"
-                );
-                batch.poisoned.push(PoisonedClaim {
-                    run_id: candidate.key,
-                    poisoned_at: policy.now,
-                    reason: PoisonReason::MaxClaimAttemptsExceeded,
-                });
-            }
+    let rows = state.runs.iter().map(|(id, row)| ClaimRow {
+        run_id: id.clone(),
+        owner: row.owner.clone(),
+        graph_id: row.columns.graph_id.clone(),
+        graph_hash: row.columns.graph_hash.clone(),
+        status: row.columns.status,
+        checkpoint_seq: row.columns.checkpoint_seq,
+        ops: row.ops.clone(),
+    });
+    let (batch, changed) = claim_pass(rows.collect::<Vec<_>>(), policy);
+    for row in changed {
+        if let Some(stored) = state.runs.get_mut(&row.run_id) {
+            stored.ops = row.ops;
         }
     }
     batch

@@ -5,19 +5,14 @@
 //! claimable, in which order, and what happens to each comes from `rules::ops` and
 //! `rules::claim_order` (key = run id), exactly like the reference store.
 
-use std::collections::BTreeMap;
-
 use rusqlite::{params, Connection};
 
 use docket_core::model::{ClaimToken, Run, RunId, Scope, Timestamp};
-use docket_core::store::rules::claim_order::{select, Candidate};
+use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
 use docket_core::store::rules::ops::{
-    apply_abandon, apply_claim_poison, apply_lease, apply_refresh, apply_release,
-    apply_retry_poisoned, claim_class, claim_decision, ClaimDecision,
+    apply_abandon, apply_refresh, apply_release, apply_retry_poisoned,
 };
-use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimLease, ClaimPolicy, PoisonedClaim, StoreError,
-};
+use docket_core::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, StoreError};
 
 use super::sql::{load_ops, load_run, update_ops};
 use crate::codec::{decode_ops, row_values, OpsRow, OPS_COLUMNS};
@@ -70,54 +65,18 @@ pub(crate) fn claim_due(conn: &Connection, policy: &ClaimPolicy) -> Result<Claim
         policy.now.add_millis(-ttl),
         limit,
     )?;
-    let mut rows: BTreeMap<RunId, OpsRow> = BTreeMap::new();
-    let mut pool = Vec::new();
-    for row in ready.into_iter().chain(expired) {
-        if let Some((class, eligible_at)) =
-            claim_class(row.status, &row.ops, policy.now, policy.orphan_ttl_ms)
-        {
-            pool.push(Candidate {
-                class,
-                eligible_at,
-                key: row.run_id.clone(),
-            });
-            rows.insert(row.run_id.clone(), row);
-        }
-    }
-    let mut batch = ClaimBatch::default();
-    for chosen in select(pool, limit as usize, policy.preference) {
-        let Some(mut row) = rows.remove(&chosen.key) else {
-            continue;
-        };
-        match claim_decision(&row.ops, policy.max_claim_attempts.get()) {
-            ClaimDecision::Lease { attempt } => {
-                let token = ClaimToken::mint();
-                apply_lease(&mut row.ops, token.clone(), policy.now);
-                update_ops(conn, &row.run_id, &row.ops)?;
-                batch.leases.push(ClaimLease {
-                    run_id: row.run_id,
-                    owner: row.owner,
-                    graph_id: row.graph_id,
-                    graph_hash: row.graph_hash,
-                    checkpoint_seq: row.checkpoint_seq,
-                    claim_token: token,
-                    claimed_at: policy.now,
-                    claim_attempt: attempt,
-                    orphan_ttl_ms: policy.orphan_ttl_ms,
-                });
-            }
-            ClaimDecision::Poison => {
-                apply_claim_poison(&mut row.ops, policy.now);
-                update_ops(conn, &row.run_id, &row.ops)?;
-                if let Some(poison) = row.ops.poison {
-                    batch.poisoned.push(PoisonedClaim {
-                        run_id: row.run_id,
-                        poisoned_at: poison.poisoned_at,
-                        reason: poison.reason,
-                    });
-                }
-            }
-        }
+    let rows = ready.into_iter().chain(expired).map(|row| ClaimRow {
+        run_id: row.run_id,
+        owner: row.owner,
+        graph_id: row.graph_id,
+        graph_hash: row.graph_hash,
+        status: row.status,
+        checkpoint_seq: row.checkpoint_seq,
+        ops: row.ops,
+    });
+    let (batch, changed) = claim_pass(rows.collect::<Vec<_>>(), policy);
+    for row in &changed {
+        update_ops(conn, &row.run_id, &row.ops)?;
     }
     Ok(batch)
 }

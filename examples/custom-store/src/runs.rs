@@ -4,21 +4,19 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use docket_core::model::{
-    ClaimToken, Event, EventPage, EventQuery, GraphHash, GraphId, OwnerScope, PoisonReason, Run,
-    RunId, RunInfo, RunPage, RunQuery, RunSummary, Scope, Timestamp,
+    ClaimToken, Event, EventPage, EventQuery, GraphHash, GraphId, OwnerScope, Run, RunId, RunInfo,
+    RunPage, RunQuery, RunSummary, Scope, Timestamp,
 };
-use docket_core::store::rules::claim_order::{select, Candidate};
+use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
 use docket_core::store::rules::ops::{
-    apply_abandon, apply_claim_poison, apply_lease, apply_refresh, apply_release,
-    apply_retry_poisoned, claim_class, claim_decision, validate_abandon_policy, ClaimDecision,
+    apply_abandon, apply_refresh, apply_release, apply_retry_poisoned, validate_abandon_policy,
 };
 use docket_core::store::rules::queries::{
     event_page, run_page, validate_event_query, validate_prune_policy, validate_run_query,
 };
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimLease, ClaimPolicy, ClaimedCommit,
-    InitProposal, PoisonedClaim, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
-    Wakeups, KEEP_GRAPH_VERSIONS,
+    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, InitProposal,
+    PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups, KEEP_GRAPH_VERSIONS,
 };
 
 use crate::codec::{decode_event, decode_run};
@@ -46,55 +44,26 @@ fn cutoff(now: Timestamp, retention_ms: u64) -> Timestamp {
     now.add_millis(-i64::try_from(retention_ms).unwrap_or(i64::MAX))
 }
 
-/// Selects and claims (or poisons) due runs, from columns and operational state only.
+/// Selects and claims (or poisons) due runs, from columns and operational state only: the
+/// shared claim rules decide, this store only feeds them its rows and writes back the result.
 fn claim_due(tables: &mut Tables, policy: &ClaimPolicy) -> ClaimBatch {
-    let candidates = tables
+    let rows: Vec<ClaimRow> = tables
         .runs
         .iter()
-        .filter_map(|(id, row)| {
-            claim_class(
-                row.columns.status,
-                &row.ops,
-                policy.now,
-                policy.orphan_ttl_ms,
-            )
-            .map(|(class, eligible_at)| Candidate {
-                class,
-                eligible_at,
-                key: id.clone(),
-            })
+        .map(|(id, row)| ClaimRow {
+            run_id: id.clone(),
+            owner: row.owner.clone(),
+            graph_id: row.columns.graph_id.clone(),
+            graph_hash: row.columns.graph_hash.clone(),
+            status: row.columns.status,
+            checkpoint_seq: row.columns.checkpoint_seq,
+            ops: row.ops.clone(),
         })
         .collect();
-    let limit = usize::try_from(policy.limit.get()).unwrap_or(usize::MAX);
-    let mut batch = ClaimBatch::default();
-    for chosen in select(candidates, limit, policy.preference) {
-        let Some(row) = tables.runs.get_mut(&chosen.key) else {
-            continue;
-        };
-        match claim_decision(&row.ops, policy.max_claim_attempts.get()) {
-            ClaimDecision::Lease { attempt } => {
-                let token = ClaimToken::mint();
-                apply_lease(&mut row.ops, token.clone(), policy.now);
-                batch.leases.push(ClaimLease {
-                    run_id: chosen.key,
-                    owner: row.owner.clone(),
-                    graph_id: row.columns.graph_id.clone(),
-                    graph_hash: row.columns.graph_hash.clone(),
-                    checkpoint_seq: row.columns.checkpoint_seq,
-                    claim_token: token,
-                    claimed_at: policy.now,
-                    claim_attempt: attempt,
-                    orphan_ttl_ms: policy.orphan_ttl_ms,
-                });
-            }
-            ClaimDecision::Poison => {
-                apply_claim_poison(&mut row.ops, policy.now);
-                batch.poisoned.push(PoisonedClaim {
-                    run_id: chosen.key,
-                    poisoned_at: policy.now,
-                    reason: PoisonReason::MaxClaimAttemptsExceeded,
-                });
-            }
+    let (batch, changed) = claim_pass(rows, policy);
+    for row in changed {
+        if let Some(stored) = tables.runs.get_mut(&row.run_id) {
+            stored.ops = row.ops;
         }
     }
     batch

@@ -2,6 +2,7 @@
 //! conditions, they never re-decide policy.
 
 pub mod claim_order;
+pub mod claim_pass;
 pub mod events;
 pub mod graph;
 pub mod ops;
