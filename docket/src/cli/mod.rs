@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive) and dispatch.
 
 mod admin;
+mod bench;
 mod demo;
 mod json;
 mod verify;
@@ -47,6 +48,8 @@ enum Command {
     Interrupt(admin::InterruptCommand),
     /// Create or upgrade the backend's schema.
     Migrate,
+    /// Measure throughput and latency beside raw floors on a fresh store (DESIGN §10).
+    Bench(bench::BenchArgs),
 }
 
 /// Options shared by commands that print data.
@@ -75,6 +78,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Run(cmd) => admin::run_command(&connect(url.as_deref()).await?, cmd).await,
         Command::Events(args) => admin::events(&connect(url.as_deref()).await?, args).await,
         Command::Interrupt(cmd) => admin::interrupt(&connect(url.as_deref()).await?, cmd).await,
+        Command::Bench(args) => bench::run(url.as_deref(), args).await,
         Command::Migrate => {
             let url = backend_url(url.as_deref());
             connect(Some(&url)).await?;
