@@ -135,8 +135,12 @@ fn render(report: &BenchReport, path: &Path, labelled: bool) -> Result<ChartText
         .map_err(chart_error)?;
         let ratio = ratio_text(figure.ratio());
         if labelled {
-            root.draw(&Text::new(figure.label.clone(), (LABEL_X, y + 18), text(17.0)))
-                .map_err(chart_error)?;
+            root.draw(&Text::new(
+                figure.label.clone(),
+                (LABEL_X, y + 18),
+                text(17.0),
+            ))
+            .map_err(chart_error)?;
             let value = format!("{} {}", number(figure.value), figure.unit);
             root.draw(&Text::new(value, (BAR_X + value_w + 8, y + 8), text(15.0)))
                 .map_err(chart_error)?;
@@ -201,7 +205,10 @@ mod tests {
         let ChartText::Unlabelled { legend } = text else {
             panic!("expected an unlabelled chart");
         };
-        assert!(legend.contains("row 1: (a) fenced claimed commits/s"), "{legend}");
+        assert!(
+            legend.contains("row 1: (a) fenced claimed commits/s"),
+            "{legend}"
+        );
         assert!(legend.contains("ratio 0.50×"), "{legend}");
         let bytes = std::fs::read(&path).expect("written");
         assert!(bytes.starts_with(b"\x89PNG"), "a PNG file");

@@ -109,7 +109,9 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<ClaimResult, BenchError> {
             batch,
             verified,
         }),
-        _ => Err(BenchError::Setup("a claim phase produced no figures".into())),
+        _ => Err(BenchError::Setup(
+            "a claim phase produced no figures".into(),
+        )),
     }
 }
 
@@ -245,7 +247,10 @@ async fn verify_store(
 ) -> Result<Vec<String>, BenchError> {
     let mut problems = Vec::new();
     let claimed: BTreeSet<&RunId> = leases.iter().map(|l| &l.run_id).collect();
-    if leases.len() != ids.len() || claimed.len() != ids.len() || claimed.iter().any(|id| !ids.contains(*id)) {
+    if leases.len() != ids.len()
+        || claimed.len() != ids.len()
+        || claimed.iter().any(|id| !ids.contains(*id))
+    {
         problems.push(format!(
             "(b) limit {limit}: {} leases of {} distinct runs, expected each of the {} pooled runs once",
             leases.len(),

@@ -74,6 +74,9 @@ impl<O> LoopOutcome<O> {
     }
 }
 
+/// What one task hands back: its op, its count and latencies in the window, its error.
+type TaskEnd<O> = (O, u64, Histogram<u64>, Option<BenchError>);
+
 /// Runs every op in its own task until the window ends.
 ///
 /// # Errors
@@ -86,7 +89,7 @@ pub(crate) async fn closed_loop<O: Op>(
     let start = Instant::now();
     let counted_from = start + window.warmup;
     let end = counted_from + window.measure;
-    let tasks: Vec<JoinHandle<(O, u64, Histogram<u64>, Option<BenchError>)>> = ops
+    let tasks: Vec<JoinHandle<TaskEnd<O>>> = ops
         .into_iter()
         .map(|mut op| {
             tokio::spawn(async move {

@@ -180,6 +180,34 @@ pub(crate) struct Ctx {
 pub async fn run(url: &str, options: &BenchOptions) -> Result<BenchReport, BenchError> {
     options.validate()?;
     let target = target::open(url).await?;
+    measure(target, options).await
+}
+
+/// Runs every phase against any store — a custom [`Backend`] included — beside the
+/// in-process floor (a compare-and-set and a claim on maps behind one mutex), which is the
+/// only floor that needs no knowledge of the store's server. `name` labels the report. The
+/// store must be empty, as for [`run`].
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_backend(
+    name: &str,
+    backend: Arc<dyn Backend>,
+    options: &BenchOptions,
+) -> Result<BenchReport, BenchError> {
+    options.validate()?;
+    let target = target::Target {
+        backend_name: name.to_owned(),
+        backend,
+        floor: Arc::new(floor::MemoryFloor::default()),
+    };
+    measure(target, options).await
+}
+
+async fn measure(
+    target: target::Target,
+    options: &BenchOptions,
+) -> Result<BenchReport, BenchError> {
     let rss_after_connect = rss::resident_kib();
     let docket = Docket::builder(Arc::clone(&target.backend), crate::nodes::registry()).build()?;
     let ctx = Ctx {
@@ -292,7 +320,7 @@ pub async fn run(url: &str, options: &BenchOptions) -> Result<BenchReport, Bench
     verified.extend(commits.verified);
     verified.extend(claims.verified);
     Ok(BenchReport {
-        backend: target.backend_name.to_owned(),
+        backend: target.backend_name,
         concurrency: options.concurrency,
         duration: options.duration,
         git_commit: options.git_commit.clone(),

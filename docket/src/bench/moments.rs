@@ -8,7 +8,9 @@ use docket_core::model::{
     CheckpointType, ClaimToken, Event, EventType, Run, RunId, Timestamp, ValueMap,
 };
 use docket_core::runtime::sequencing::{sequence, EventEntry};
-use docket_core::runtime::{build_initial_run, propose_init, Disposition, Initialization, RandomIds};
+use docket_core::runtime::{
+    build_initial_run, propose_init, Disposition, Initialization, RandomIds,
+};
 use docket_core::store::{ClaimedCommit, ClaimedSchedule, InitProposal};
 
 use super::BenchError;

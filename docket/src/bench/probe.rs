@@ -254,8 +254,6 @@ impl GraphStore for Probe {
         graph_id: &GraphId,
         query: &GraphVersionQuery,
     ) -> Result<GraphVersionPage, StoreError> {
-        self.inner
-            .list_graph_versions(owner, graph_id, query)
-            .await
+        self.inner.list_graph_versions(owner, graph_id, query).await
     }
 }

@@ -125,8 +125,7 @@ impl BenchReport {
                     figure.unit,
                     figure.floor_label
                 )),
-                Cell::new(ratio_text(figure.ratio()))
-                .set_alignment(CellAlignment::Right),
+                Cell::new(ratio_text(figure.ratio())).set_alignment(CellAlignment::Right),
                 Cell::new(figure.meaning),
             ]);
         }

@@ -18,8 +18,8 @@ use crate::error::DocketError;
 
 /// The store under test and its floor.
 pub(crate) struct Target {
-    /// `sqlite`, `postgres`, `redis` or `memory`.
-    pub backend_name: &'static str,
+    /// `sqlite`, `postgres`, `redis` or `memory` (or a custom store's name).
+    pub backend_name: String,
     /// The store.
     pub backend: Arc<dyn Backend>,
     /// The raw floor on the same server.
@@ -45,7 +45,7 @@ fn compiled_out(feature: &'static str) -> BenchError {
 pub(crate) async fn open(url: &str) -> Result<Target, BenchError> {
     match BackendUrl::parse(url)? {
         BackendUrl::Memory => Ok(Target {
-            backend_name: "memory",
+            backend_name: "memory".into(),
             backend: Arc::new(MemoryStore::new()),
             floor: Arc::new(MemoryFloor::default()),
         }),
@@ -82,7 +82,7 @@ async fn sqlite(url: &str) -> Result<Target, BenchError> {
     let store = docket_sqlite::SqliteStore::connect(url).await?;
     let floor = super::floor::SqliteFloor::open(&store).await?;
     Ok(Target {
-        backend_name: "sqlite",
+        backend_name: "sqlite".into(),
         backend: Arc::new(store),
         floor: Arc::new(floor),
     })
@@ -145,7 +145,7 @@ async fn postgres(url: &str) -> Result<Target, BenchError> {
     let store = docket_postgres::PostgresStore::connect_url(url).await?;
     let floor = super::floor::PostgresFloor::connect(url).await?;
     Ok(Target {
-        backend_name: "postgres",
+        backend_name: "postgres".into(),
         backend: Arc::new(store),
         floor: Arc::new(floor),
     })
@@ -180,7 +180,7 @@ async fn redis(url: &str) -> Result<Target, BenchError> {
     }
     let floor = super::floor::RedisFloor::connect(url, store.keys().prefix()).await?;
     Ok(Target {
-        backend_name: "redis",
+        backend_name: "redis".into(),
         backend: Arc::new(store),
         floor: Arc::new(floor),
     })
@@ -216,8 +216,8 @@ async fn namespace_has_keys(
 
 #[cfg(feature = "redis")]
 async fn redis_connection(url: &str) -> Result<redis::aio::MultiplexedConnection, BenchError> {
-    let config = docket_redis::RedisConfig::from_url(url)
-        .map_err(|e| BenchError::Setup(e.to_string()))?;
+    let config =
+        docket_redis::RedisConfig::from_url(url).map_err(|e| BenchError::Setup(e.to_string()))?;
     let client = redis::Client::open(config.url.as_str())
         .map_err(|e| BenchError::Setup(format!("Redis URL: {e}")))?;
     client

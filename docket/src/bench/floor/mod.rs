@@ -72,6 +72,7 @@ pub(crate) fn floor_error(backend: &'static str, message: impl std::fmt::Display
 }
 
 /// A row number as the databases store it.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn row_id(row: usize) -> Result<i64, BenchError> {
     i64::try_from(row).map_err(|_| floor_error("any", format!("row {row} is out of range")))
 }

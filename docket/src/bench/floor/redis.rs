@@ -209,8 +209,9 @@ impl Floor for RedisFloor {
             .map_err(redis_error)?;
         rows.iter()
             .map(|row| {
-                row.parse()
-                    .map_err(|_| floor_error("redis", format!("claimed row {row:?} is not a number")))
+                row.parse().map_err(|_| {
+                    floor_error("redis", format!("claimed row {row:?} is not a number"))
+                })
             })
             .collect()
     }

@@ -77,8 +77,10 @@ impl SqliteFloor {
         let store_settings = store.effective_settings().await?;
         let (journal, synchronous, busy) = floor
             .call(|conn| {
-                let journal: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
-                let synchronous: i64 = conn.pragma_query_value(None, "synchronous", |r| r.get(0))?;
+                let journal: String =
+                    conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+                let synchronous: i64 =
+                    conn.pragma_query_value(None, "synchronous", |r| r.get(0))?;
                 let busy: i64 = conn.pragma_query_value(None, "busy_timeout", |r| r.get(0))?;
                 Ok((journal, synchronous, busy))
             })
@@ -178,8 +180,9 @@ impl Floor for SqliteFloor {
                                          token TEXT NOT NULL) STRICT;"
             ))?;
             {
-                let mut insert =
-                    tx.prepare(&format!("INSERT INTO {COMMITS} (id, seq, token) VALUES (?1, 0, ?2)"))?;
+                let mut insert = tx.prepare(&format!(
+                    "INSERT INTO {COMMITS} (id, seq, token) VALUES (?1, 0, ?2)"
+                ))?;
                 for (row, token) in tokens.iter().enumerate() {
                     insert.execute(params![row as i64, token])?;
                 }
@@ -222,8 +225,9 @@ impl Floor for SqliteFloor {
                  CREATE INDEX {CLAIMS}_ready ON {CLAIMS} (wake_at, id) WHERE token IS NULL;"
             ))?;
             {
-                let mut insert =
-                    tx.prepare(&format!("INSERT INTO {CLAIMS} (id, wake_at) VALUES (?1, ?1)"))?;
+                let mut insert = tx.prepare(&format!(
+                    "INSERT INTO {CLAIMS} (id, wake_at) VALUES (?1, ?1)"
+                ))?;
                 for row in 0..rows {
                     insert.execute(params![row])?;
                 }
@@ -258,7 +262,12 @@ impl Floor for SqliteFloor {
                      FROM {CLAIMS}"
                 ),
                 [],
-                |row| Ok((row.get::<_, i64>(0)?.max(0) as u64, row.get::<_, i64>(1)?.max(0) as u64)),
+                |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?.max(0) as u64,
+                        row.get::<_, i64>(1)?.max(0) as u64,
+                    ))
+                },
             )
         })
         .await
