@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -159,19 +160,32 @@ async fn out_of_range_options_are_refused_before_anything_runs() {
     }
 }
 
-/// A broken store: every lease `claim_due` grants is handed out twice.
+/// How [`Faulty`] breaks the memory store.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// Every lease `claim_due` grants is handed out twice.
+    DoubleLease,
+    /// Every 25th claimed commit is acknowledged without being stored.
+    LoseCommit,
+}
+
+/// A broken store.
 #[derive(Debug)]
-struct DoubleLeasing(MemoryStore);
+struct Faulty {
+    inner: MemoryStore,
+    fault: Fault,
+    commits: AtomicU64,
+}
 
 #[async_trait]
-impl RunStore for DoubleLeasing {
+impl RunStore for Faulty {
     async fn initialize(
         &self,
         owner: &OwnerScope,
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        self.0.initialize(owner, proposal, events).await
+        self.inner.initialize(owner, proposal, events).await
     }
     async fn commit_claimed(
         &self,
@@ -179,7 +193,11 @@ impl RunStore for DoubleLeasing {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        self.0.commit_claimed(scope, proposal, events).await
+        let n = self.commits.fetch_add(1, Ordering::SeqCst) + 1;
+        if matches!(self.fault, Fault::LoseCommit) && n % 25 == 0 {
+            return Ok(proposal.run);
+        }
+        self.inner.commit_claimed(scope, proposal, events).await
     }
     async fn commit_unclaimed(
         &self,
@@ -188,23 +206,25 @@ impl RunStore for DoubleLeasing {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        self.0
+        self.inner
             .commit_unclaimed(scope, expected_seq, proposal, events)
             .await
     }
     async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
-        self.0.fetch_run(scope, run_id).await
+        self.inner.fetch_run(scope, run_id).await
     }
     async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
-        self.0.inspect_run(scope, run_id).await
+        self.inner.inspect_run(scope, run_id).await
     }
     async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
-        self.0.list_runs(scope, query).await
+        self.inner.list_runs(scope, query).await
     }
     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
-        let mut batch = self.0.claim_due(policy).await?;
-        let again = batch.leases.clone();
-        batch.leases.extend(again);
+        let mut batch = self.inner.claim_due(policy).await?;
+        if matches!(self.fault, Fault::DoubleLease) {
+            let again = batch.leases.clone();
+            batch.leases.extend(again);
+        }
         Ok(batch)
     }
     async fn refresh_claim(
@@ -213,7 +233,7 @@ impl RunStore for DoubleLeasing {
         token: &ClaimToken,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        self.0.refresh_claim(run_id, token, now).await
+        self.inner.refresh_claim(run_id, token, now).await
     }
     async fn release_claim(
         &self,
@@ -221,7 +241,7 @@ impl RunStore for DoubleLeasing {
         token: &ClaimToken,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        self.0.release_claim(run_id, token, now).await
+        self.inner.release_claim(run_id, token, now).await
     }
     async fn abandon_claim(
         &self,
@@ -229,7 +249,7 @@ impl RunStore for DoubleLeasing {
         token: &ClaimToken,
         policy: &AbandonPolicy,
     ) -> Result<AbandonOutcome, StoreError> {
-        self.0.abandon_claim(run_id, token, policy).await
+        self.inner.abandon_claim(run_id, token, policy).await
     }
     async fn retry_poisoned_run(
         &self,
@@ -237,7 +257,7 @@ impl RunStore for DoubleLeasing {
         run_id: &RunId,
         now: Timestamp,
     ) -> Result<Run, StoreError> {
-        self.0.retry_poisoned_run(scope, run_id, now).await
+        self.inner.retry_poisoned_run(scope, run_id, now).await
     }
     async fn fetch_event(
         &self,
@@ -245,14 +265,14 @@ impl RunStore for DoubleLeasing {
         run_id: &RunId,
         seq: u64,
     ) -> Result<Event, StoreError> {
-        self.0.fetch_event(scope, run_id, seq).await
+        self.inner.fetch_event(scope, run_id, seq).await
     }
     async fn fetch_latest_event(
         &self,
         scope: &Scope,
         run_id: &RunId,
     ) -> Result<Option<Event>, StoreError> {
-        self.0.fetch_latest_event(scope, run_id).await
+        self.inner.fetch_latest_event(scope, run_id).await
     }
     async fn list_events(
         &self,
@@ -260,18 +280,18 @@ impl RunStore for DoubleLeasing {
         run_id: &RunId,
         query: &EventQuery,
     ) -> Result<EventPage, StoreError> {
-        self.0.list_events(scope, run_id, query).await
+        self.inner.list_events(scope, run_id, query).await
     }
     async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
-        self.0.prune(policy).await
+        self.inner.prune(policy).await
     }
     fn wakeups(&self) -> Option<Wakeups> {
-        self.0.wakeups()
+        self.inner.wakeups()
     }
 }
 
 #[async_trait]
-impl GraphStore for DoubleLeasing {
+impl GraphStore for Faulty {
     async fn save_graph(
         &self,
         owner: &OwnerScope,
@@ -279,21 +299,21 @@ impl GraphStore for DoubleLeasing {
         graph: &GraphDocument,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        self.0.save_graph(owner, graph_ref, graph, now).await
+        self.inner.save_graph(owner, graph_ref, graph, now).await
     }
     async fn fetch_graph(
         &self,
         owner: &OwnerScope,
         graph_ref: &GraphRef,
     ) -> Result<GraphDocument, StoreError> {
-        self.0.fetch_graph(owner, graph_ref).await
+        self.inner.fetch_graph(owner, graph_ref).await
     }
     async fn fetch_latest_graph_ref(
         &self,
         owner: &OwnerScope,
         graph_id: &GraphId,
     ) -> Result<GraphRef, StoreError> {
-        self.0.fetch_latest_graph_ref(owner, graph_id).await
+        self.inner.fetch_latest_graph_ref(owner, graph_id).await
     }
     async fn list_graph_versions(
         &self,
@@ -301,20 +321,33 @@ impl GraphStore for DoubleLeasing {
         graph_id: &GraphId,
         query: &GraphVersionQuery,
     ) -> Result<GraphVersionPage, StoreError> {
-        self.0.list_graph_versions(owner, graph_id, query).await
+        self.inner.list_graph_versions(owner, graph_id, query).await
     }
+}
+
+async fn assert_verification_fails(fault: Fault) {
+    let backend: Arc<dyn Backend> = Arc::new(Faulty {
+        inner: MemoryStore::new(),
+        fault,
+        commits: AtomicU64::new(0),
+    });
+    let err = bench::run_backend("faulty", backend, &tiny())
+        .await
+        .expect_err("a broken store must not produce figures");
+    let BenchError::Verification(problems) = err else {
+        panic!("{fault:?}: expected a verification failure, got {err}");
+    };
+    assert!(!problems.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_leases_a_run_twice_fails_the_verification() {
-    let backend: Arc<dyn Backend> = Arc::new(DoubleLeasing(MemoryStore::new()));
-    let err = bench::run_backend("double-leasing", backend, &tiny())
-        .await
-        .expect_err("a broken store must not produce figures");
-    let BenchError::Verification(problems) = err else {
-        panic!("expected a verification failure, got {err}");
-    };
-    assert!(!problems.is_empty());
+    assert_verification_fails(Fault::DoubleLease).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_acknowledges_a_commit_it_did_not_keep_fails_the_verification() {
+    assert_verification_fails(Fault::LoseCommit).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

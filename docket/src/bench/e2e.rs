@@ -21,9 +21,9 @@ use docket_core::model::{RunId, RunStatus};
 use super::driver::task_failed;
 use super::moments::{run_id, CHAIN_GRAPH, CHAIN_OUTPUT};
 use super::probe::Probe;
+use super::verify::run_and_history;
 use super::{BenchError, Ctx};
 use crate::engine::{StatsSnapshot, WorkerConfig};
-use crate::history::check_history;
 use crate::{Docket, StartOptions};
 
 /// How long the worker may take to finish the runs still in flight after the window.
@@ -196,9 +196,8 @@ fn worker_problems(snap: &StatsSnapshot) -> Vec<String> {
 
 /// The run's checkpoint count and its problems.
 async fn verify_run(docket: &Docket, id: &RunId) -> Result<(u64, Vec<String>), BenchError> {
-    let run = docket.fetch_run(id).await?;
-    let events = docket.all_events(id).await?;
-    let mut problems: Vec<String> = check_history(&run, &events)
+    let (run, history) = run_and_history(docket, id).await?;
+    let mut problems: Vec<String> = history
         .into_iter()
         .map(|p| format!("(c) run {id}: {p}"))
         .collect();

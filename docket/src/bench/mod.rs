@@ -7,7 +7,7 @@
 //! | (b) claims/s | `N` claimers drain a pool of due runs with [`RunStore::claim_due`], limit 1 and limit `K` | a single-statement claim on a bare table (`FOR UPDATE SKIP LOCKED` on PostgreSQL, `UPDATE … RETURNING` on SQLite, a `ZPOPMIN` script on Redis) |
 //! | (c) runs/s | a 3-node graph (`std.increment` × 3) end to end through a real [`crate::Worker`] with `N` vehicles while producers keep `2N` runs in flight | the commit floor divided by the checkpoints one run commits |
 //! | (d) latency p50/p99 | commit latency of (a); claim-to-start of (c): from the `claim_due` call that leased a run to the vehicle's first read of it | the floor update's latency; the floor claim's latency (limit 1) |
-//! | (e) peak RSS | `VmHWM` of the process at the end | `VmRSS` right after connecting |
+//! | (e) peak RSS | `VmHWM` of the process after the measured phases (before the long commit histories are read back) | `VmRSS` right after connecting |
 //!
 //! Every run ends by verifying what it wrote and fails with [`BenchError::Verification`]
 //! otherwise: each committed run's `checkpoint_seq` is `1 +` the commits counted for it and its
@@ -29,6 +29,7 @@ mod probe;
 mod report;
 mod rss;
 mod target;
+mod verify;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -171,8 +172,9 @@ pub(crate) struct Ctx {
 /// Runs every phase against the fresh store named by `url` and returns the verified figures.
 ///
 /// Order: end to end (c) first, while the store holds nothing else; then commits (a); then
-/// claims (b). The floor tables (or keys) are removed at the end; the store itself is left for
-/// [`purge`].
+/// claims (b); then (e); then the verification of (a)'s long histories (every other phase
+/// verifies as it ends). The floor tables (or keys) are removed at the end; the store itself
+/// is left for [`purge`].
 ///
 /// # Errors
 /// [`BenchError::NotFresh`] for an existing store, [`BenchError::Verification`] when the store
@@ -220,13 +222,15 @@ async fn measure(
         let e2e = e2e::run(&ctx).await?;
         let commits = commits::run(&ctx).await?;
         let claims = claims::run(&ctx).await?;
-        Ok::<_, BenchError>((e2e, commits, claims))
+        // (e) is read before the long commit histories are paged back in.
+        let peak_rss = rss::peak_kib();
+        let store_commits = commits::verify(&ctx, &commits).await?;
+        Ok::<_, BenchError>((e2e, commits, claims, peak_rss, store_commits))
     }
     .await;
     let teardown = ctx.floor.teardown().await;
-    let (e2e, commits, claims) = measured?;
+    let (e2e, commits, claims, peak_rss, store_commits) = measured?;
     teardown?;
-    let peak_rss = rss::peak_kib();
 
     let commit_floor = ctx.floor.commit_statement();
     let claim_floor = ctx.floor.claim_statement();
@@ -318,6 +322,7 @@ async fn measure(
     }
     let mut verified = e2e.verified;
     verified.extend(commits.verified);
+    verified.push(store_commits);
     verified.extend(claims.verified);
     Ok(BenchReport {
         backend: target.backend_name,
