@@ -120,6 +120,83 @@ async fn the_sqlite_bench_measures_a_fresh_file_and_cleanup_deletes_it() {
     assert!(!path.exists(), "the bench's file is deleted");
 }
 
+/// A unique store name for this test process.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("docket_bench_t_{tag}_{}_{nanos}", std::process::id())
+}
+
+/// Purges the bench's store when dropped, whatever the test did.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+struct Purge(String);
+
+#[cfg(any(feature = "postgres", feature = "redis"))]
+impl Drop for Purge {
+    fn drop(&mut self) {
+        let url = self.0.clone();
+        // `Drop` cannot await: purge on a helper thread with its own runtime.
+        let purged = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?
+                .block_on(bench::purge(&url))
+                .map_err(|e| e.to_string())
+        })
+        .join();
+        if !matches!(purged, Ok(Ok(_))) {
+            eprintln!("could not purge the bench store {}", self.0);
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_bench_measures_a_fresh_schema_beside_a_skip_locked_floor() {
+    let server = std::env::var("DOCKET_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let separator = if server.contains('?') { '&' } else { '?' };
+    let url = format!("{server}{separator}schema={}", unique("pg"));
+    let _purge = Purge(url.clone());
+    let report = bench::run(&url, &tiny()).await.expect("bench runs");
+    assert_eq!(report.backend, "postgres");
+    assert_complete(&report);
+    assert!(
+        report.floors.iter().any(|f| f.contains("SKIP LOCKED")),
+        "{:?}",
+        report.floors
+    );
+    let again = bench::run(&url, &tiny())
+        .await
+        .expect_err("not fresh any more");
+    assert!(matches!(again, BenchError::NotFresh(_)), "{again}");
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_redis_bench_measures_a_fresh_namespace_beside_a_script_floor() {
+    let server = std::env::var("DOCKET_TEST_REDIS_URL")
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+    let separator = if server.contains('?') { '&' } else { '?' };
+    let url = format!("{server}{separator}namespace={}", unique("redis"));
+    let _purge = Purge(url.clone());
+    let report = bench::run(&url, &tiny()).await.expect("bench runs");
+    assert_eq!(report.backend, "redis");
+    assert_complete(&report);
+    assert!(
+        report.floors.iter().any(|f| f.contains("ZPOPMIN")),
+        "{:?}",
+        report.floors
+    );
+    let again = bench::run(&url, &tiny())
+        .await
+        .expect_err("not fresh any more");
+    assert!(matches!(again, BenchError::NotFresh(_)), "{again}");
+}
+
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn an_existing_sqlite_file_is_refused_and_left_untouched() {

@@ -6,7 +6,7 @@
 //! PNG charts to `target/bench/<backend>.jsonl` / `.png`, all JSON lines also to
 //! `target/bench/all.jsonl`.
 //!
-//! `--smoke` runs ≈2 s per backend (1 s windows, 200-run claim pools): enough to prove the
+//! `--smoke` runs ≈2.5 s per backend (0.5 s windows, 200-run claim pools): enough to prove the
 //! machinery and its verification work, not to quote. Not part of `ci` (it needs a release
 //! build of its own).
 
@@ -55,7 +55,7 @@ fn parse(args: &[String]) -> Result<Args> {
             "--seconds" => parsed.seconds = value()?,
             "--concurrency" => parsed.concurrency = value()?,
             "--smoke" => {
-                parsed.seconds = "1".into();
+                parsed.seconds = "0.5".into();
                 parsed.claim_pool = "200".into();
             }
             other => {
