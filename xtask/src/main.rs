@@ -15,6 +15,7 @@
 //! * `cargo xtask pg-plan [--runs N]` — prints the plan of the claim statement over N pending
 //!   runs (default 100,000, also in `ci`) and fails on a sequential scan of the runs table.
 
+mod bench;
 mod cli;
 mod postgres;
 mod recovery;
@@ -36,12 +37,14 @@ fn main() -> ExitCode {
         Some("redis-restart") => redis_restart::run(rest),
         Some("pg-workers") => postgres::runs_arg(rest, PG_WORKERS_RUNS)
             .and_then(|runs| services().and_then(|()| postgres::workers(runs))),
+        Some("bench") => bench::run(rest),
         Some("pg-plan") => postgres::runs_arg(rest, PG_PLAN_RUNS)
             .and_then(|runs| services().and_then(|()| postgres::plan(runs))),
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci|services|recovery|redis-restart [--runs N]|\
-                 pg-workers [--runs N]|pg-plan [--runs N]>"
+                 pg-workers [--runs N]|pg-plan [--runs N]|\
+                 bench [--backend sqlite|postgres|redis|all] [--smoke]>"
             );
             return ExitCode::from(2);
         }

@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive) and dispatch.
 
 mod admin;
+mod bench;
 #[cfg(feature = "conformance")]
 mod conformance;
 mod demo;
@@ -53,6 +54,8 @@ enum Command {
     /// own temp file, schema or key namespace) and print the report per family.
     #[cfg(feature = "conformance")]
     Conformance(conformance::ConformanceArgs),
+    /// Measure throughput and latency beside raw floors on a fresh store (DESIGN §10).
+    Bench(bench::BenchArgs),
 }
 
 /// Options shared by commands that print data.
@@ -96,6 +99,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Interrupt(cmd) => admin::interrupt(&connect(url.as_deref()).await?, cmd).await,
         #[cfg(feature = "conformance")]
         Command::Conformance(args) => conformance::run(&backend_url(url.as_deref()), args).await,
+        Command::Bench(args) => bench::run(url.as_deref(), args).await,
         Command::Migrate => {
             let url = backend_url(url.as_deref());
             connect(Some(&url)).await?;

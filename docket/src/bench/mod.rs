@@ -1,0 +1,340 @@
+//! `docket bench`: the benchmarks of DESIGN §10, each figure measured side by side with its raw
+//! floor in the same run on the same server and reported as a ratio.
+//!
+//! | figure | what is measured | raw floor (same server, driver, settings, concurrency) |
+//! | --- | --- | --- |
+//! | (a) commits/s | `N` tasks, each holding its own claimed run, commit moments back to back through [`RunStore::commit_claimed`] (claim retained) | a single-row conditional update `… WHERE id AND seq AND token` on a bare table (a compare-and-set script on Redis) |
+//! | (b) claims/s | `N` claimers drain a pool of due runs with [`RunStore::claim_due`], limit 1 and limit `K` | a single-statement claim on a bare table (`FOR UPDATE SKIP LOCKED` on PostgreSQL, `UPDATE … RETURNING` on SQLite, a `ZPOPMIN` script on Redis) |
+//! | (c) runs/s | a 3-node graph (`std.increment` × 3) end to end through a real [`crate::Worker`] with `N` vehicles while producers keep `2N` runs in flight | the commit floor divided by the checkpoints one run commits |
+//! | (d) latency p50/p99 | commit latency of (a); claim-to-start of (c): from the `claim_due` call that leased a run to the vehicle's first read of it | the floor update's latency; the floor claim's latency (limit 1) |
+//! | (e) peak RSS | `VmHWM` of the process after the measured phases (before the long commit histories are read back) | `VmRSS` right after connecting |
+//!
+//! Every run ends by verifying what it wrote and fails with [`BenchError::Verification`]
+//! otherwise: each committed run's `checkpoint_seq` is `1 +` the commits counted for it and its
+//! history is sound; each floor row's seq equals its counted updates; every pooled run (and
+//! floor row) was claimed exactly once; every end-to-end run finished `done` with `n = 3` and a
+//! sound history, with no fence loss, crash, discard, abandon or poison in the worker.
+//!
+//! The bench needs a fresh store (see [`purge`] and the `target` module): it claims every due
+//! run it sees. Benchmarks are measurements, not tests: nothing here asserts a speed.
+
+mod chart;
+mod claims;
+mod commits;
+mod driver;
+mod e2e;
+mod floor;
+mod moments;
+mod probe;
+mod report;
+mod rss;
+mod target;
+mod verify;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use docket_core::store::{Backend, StoreError};
+
+use crate::error::DocketError;
+use crate::Docket;
+
+pub use chart::{render_chart, ChartText};
+pub use report::{BenchReport, Better, Figure};
+pub use target::purge;
+
+use driver::{quantile_ms, Window};
+use floor::Floor;
+
+/// What to measure and for how long.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchOptions {
+    /// Concurrent tasks in (a) and (b), worker vehicles in (c). Default 10.
+    pub concurrency: usize,
+    /// The measured window of each timed phase (floor commits, store commits, end to end).
+    pub duration: Duration,
+    /// Discarded warm-up before each window.
+    pub warmup: Duration,
+    /// Due runs (and floor rows) each claim phase drains. Default 2,000.
+    pub claim_pool: usize,
+    /// The larger claim limit `K` of (b). Default 10.
+    pub claim_batch: u32,
+    /// The git commit to stamp on every JSON line.
+    pub git_commit: Option<String>,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            concurrency: 10,
+            duration: Duration::from_secs(5),
+            warmup: Duration::from_secs(1),
+            claim_pool: 2_000,
+            claim_batch: 10,
+            git_commit: None,
+        }
+    }
+}
+
+impl BenchOptions {
+    /// Checks the options.
+    ///
+    /// # Errors
+    /// [`BenchError::Options`] naming the first bad option.
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let bad = |m: &str| Err(BenchError::Options(m.to_owned()));
+        if self.concurrency == 0 || self.concurrency > 1_000 {
+            return bad("concurrency must be 1..=1000");
+        }
+        if self.duration.is_zero() {
+            return bad("the measured window must be positive");
+        }
+        if self.claim_pool == 0 || self.claim_pool > 1_000_000 {
+            return bad("the claim pool must hold 1..=1,000,000 runs");
+        }
+        if self.claim_batch < 2 || self.claim_batch > docket_core::model::MAX_PAGE_LIMIT {
+            return bad("the claim batch must be 2..=1000");
+        }
+        Ok(())
+    }
+
+    fn window(&self) -> Window {
+        Window {
+            warmup: self.warmup,
+            measure: self.duration,
+        }
+    }
+}
+
+/// Why a bench run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// An option is out of range.
+    #[error("invalid bench options: {0}")]
+    Options(String),
+    /// The store already exists: the bench only runs on a store it creates.
+    #[error("the bench needs a fresh store: {0}")]
+    NotFresh(String),
+    /// Preparing the bench failed.
+    #[error("bench set-up: {0}")]
+    Setup(String),
+    /// The facade refused or failed.
+    #[error(transparent)]
+    Docket(#[from] DocketError),
+    /// The store refused or failed.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// The raw floor failed.
+    #[error("raw floor ({backend}): {message}")]
+    Floor {
+        /// Which backend's floor.
+        backend: &'static str,
+        /// What happened.
+        message: String,
+    },
+    /// A bench task panicked or was cancelled.
+    #[error("a bench task failed: {0}")]
+    Task(String),
+    /// What the bench wrote is not what it reads back: the figures describe a broken store.
+    #[error(
+        "VERIFICATION FAILED — the store did not hold what the bench wrote, so its figures are \
+         worthless:\n  {}",
+        .0.join("\n  ")
+    )]
+    Verification(Vec<String>),
+    /// The chart could not be drawn.
+    #[error("chart: {0}")]
+    Chart(String),
+    /// A file could not be written or removed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What every phase shares.
+pub(crate) struct Ctx {
+    /// The store under test (without the probe).
+    pub backend: Arc<dyn Backend>,
+    /// Its raw floor.
+    pub floor: Arc<dyn Floor>,
+    /// A facade over `backend` (no worker) for publishing, starting and reading back.
+    pub docket: Docket,
+    /// The options.
+    pub options: BenchOptions,
+}
+
+/// Runs every phase against the fresh store named by `url` and returns the verified figures.
+///
+/// Order: end to end (c) first, while the store holds nothing else; then commits (a); then
+/// claims (b); then (e); then the verification of (a)'s long histories (every other phase
+/// verifies as it ends). The floor tables (or keys) are removed at the end; the store itself
+/// is left for [`purge`].
+///
+/// # Errors
+/// [`BenchError::NotFresh`] for an existing store, [`BenchError::Verification`] when the store
+/// did not hold what the bench wrote, and any store, floor or option error.
+pub async fn run(url: &str, options: &BenchOptions) -> Result<BenchReport, BenchError> {
+    options.validate()?;
+    let target = target::open(url).await?;
+    measure(target, options).await
+}
+
+/// Runs every phase against any store — a custom [`Backend`] included — beside the
+/// in-process floor (a compare-and-set and a claim on maps behind one mutex), which is the
+/// only floor that needs no knowledge of the store's server. `name` labels the report. The
+/// store must be empty, as for [`run`].
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_backend(
+    name: &str,
+    backend: Arc<dyn Backend>,
+    options: &BenchOptions,
+) -> Result<BenchReport, BenchError> {
+    options.validate()?;
+    let target = target::Target {
+        backend_name: name.to_owned(),
+        backend,
+        floor: Arc::new(floor::MemoryFloor::default()),
+    };
+    measure(target, options).await
+}
+
+async fn measure(
+    target: target::Target,
+    options: &BenchOptions,
+) -> Result<BenchReport, BenchError> {
+    let rss_after_connect = rss::resident_kib();
+    let docket = Docket::builder(Arc::clone(&target.backend), crate::nodes::registry()).build()?;
+    let ctx = Ctx {
+        backend: Arc::clone(&target.backend),
+        floor: Arc::clone(&target.floor),
+        docket,
+        options: options.clone(),
+    };
+    let measured = async {
+        let e2e = e2e::run(&ctx).await?;
+        let commits = commits::run(&ctx).await?;
+        let claims = claims::run(&ctx).await?;
+        // (e) is read before the long commit histories are paged back in.
+        let peak_rss = rss::peak_kib();
+        let store_commits = commits::verify(&ctx, &commits).await?;
+        Ok::<_, BenchError>((e2e, commits, claims, peak_rss, store_commits))
+    }
+    .await;
+    let teardown = ctx.floor.teardown().await;
+    let (e2e, commits, claims, peak_rss, store_commits) = measured?;
+    teardown?;
+
+    let commit_floor = ctx.floor.commit_statement();
+    let claim_floor = ctx.floor.claim_statement();
+    let mut figures = vec![
+        Figure {
+            key: "commit_throughput",
+            label: "(a) fenced claimed commits/s".into(),
+            unit: "commits/s",
+            value: commits.store.rate(),
+            floor: commits.floor.rate(),
+            floor_label: "raw conditional update".into(),
+            better: Better::Higher,
+            meaning: "share of the raw update rate reached",
+        },
+        Figure {
+            key: "claim_throughput",
+            label: "(b) claims/s, limit 1".into(),
+            unit: "claims/s",
+            value: claims.single.store_rate,
+            floor: claims.single.floor_rate,
+            floor_label: "raw single-statement claim".into(),
+            better: Better::Higher,
+            meaning: "share of the raw claim rate reached",
+        },
+        Figure {
+            key: "claim_throughput_batch",
+            label: format!("(b) claims/s, limit {}", options.claim_batch),
+            unit: "claims/s",
+            value: claims.batch.store_rate,
+            floor: claims.batch.floor_rate,
+            floor_label: format!("raw claim, limit {}", options.claim_batch),
+            better: Better::Higher,
+            meaning: "share of the raw claim rate reached",
+        },
+        Figure {
+            key: "e2e_throughput",
+            label: "(c) end-to-end runs/s, 3-node graph".into(),
+            unit: "runs/s",
+            value: e2e.rate,
+            floor: commits.floor.rate() / e2e.commits_per_run as f64,
+            floor_label: format!("raw updates/s ÷ {} commits per run", e2e.commits_per_run),
+            better: Better::Higher,
+            meaning: "share of the run rate the bare updates alone would allow",
+        },
+    ];
+    for (q, name) in [(0.5, "p50"), (0.99, "p99")] {
+        figures.push(Figure {
+            key: if q < 0.9 {
+                "commit_latency_p50"
+            } else {
+                "commit_latency_p99"
+            },
+            label: format!("(d) commit latency {name}"),
+            unit: "ms",
+            value: quantile_ms(&commits.store.latency, q),
+            floor: quantile_ms(&commits.floor.latency, q),
+            floor_label: format!("raw conditional update {name}"),
+            better: Better::Lower,
+            meaning: "times the raw update's latency",
+        });
+    }
+    for (q, name) in [(0.5, "p50"), (0.99, "p99")] {
+        figures.push(Figure {
+            key: if q < 0.9 {
+                "claim_to_start_p50"
+            } else {
+                "claim_to_start_p99"
+            },
+            label: format!("(d) claim-to-start {name}"),
+            unit: "ms",
+            value: quantile_ms(&e2e.claim_to_start, q),
+            floor: quantile_ms(&claims.single.floor_latency, q),
+            floor_label: format!("raw claim statement {name}"),
+            better: Better::Lower,
+            meaning: "times a bare claim's latency (asking for work → starting it)",
+        });
+    }
+    if let (Some(peak), Some(base)) = (peak_rss, rss_after_connect) {
+        figures.push(Figure {
+            key: "peak_rss",
+            label: "(e) peak RSS".into(),
+            unit: "MiB",
+            value: peak as f64 / 1024.0,
+            floor: base as f64 / 1024.0,
+            floor_label: "RSS after connecting".into(),
+            better: Better::Lower,
+            meaning: "times the process's RSS before the bench",
+        });
+    }
+    let mut verified = e2e.verified;
+    verified.extend(commits.verified);
+    verified.push(store_commits);
+    verified.extend(claims.verified);
+    Ok(BenchReport {
+        backend: target.backend_name,
+        concurrency: options.concurrency,
+        duration: options.duration,
+        git_commit: options.git_commit.clone(),
+        figures,
+        commits_per_run: e2e.commits_per_run,
+        verified,
+        floors: vec![
+            format!("commit floor: {commit_floor}"),
+            format!("claim floor: {claim_floor}"),
+        ],
+    })
+}

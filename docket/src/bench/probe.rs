@@ -1,0 +1,259 @@
+//! A pass-through store that watches the end-to-end phase from the outside, so the engine runs
+//! unmodified: it times claim-to-start (from the `claim_due` call that leased a run to the
+//! vehicle's first read of that run, which is how every drain begins) and counts finished runs
+//! (a claimed commit that made the run terminal).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use hdrhistogram::Histogram;
+use tokio::sync::Semaphore;
+
+use docket_core::graph::GraphDocument;
+use docket_core::model::{
+    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+};
+use docket_core::store::{
+    AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
+    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+};
+
+use super::driver::{histogram, record};
+
+/// The watching store.
+pub(crate) struct Probe {
+    inner: Arc<dyn Backend>,
+    /// Run → when the `claim_due` call that leased it began.
+    leased: Mutex<HashMap<RunId, Instant>>,
+    claim_to_start: Mutex<Histogram<u64>>,
+    finished: AtomicU64,
+    finished_at: Mutex<Vec<Instant>>,
+    /// Gets one permit back per finished run (the producers' backlog bound).
+    backlog: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Probe")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Probe {
+    /// Watches `inner`; every finished run returns one permit to `backlog`.
+    pub(crate) fn new(inner: Arc<dyn Backend>, backlog: Arc<Semaphore>) -> Self {
+        Probe {
+            inner,
+            leased: Mutex::new(HashMap::new()),
+            claim_to_start: Mutex::new(histogram()),
+            finished: AtomicU64::new(0),
+            finished_at: Mutex::new(Vec::new()),
+            backlog,
+        }
+    }
+
+    /// Runs finished so far.
+    pub(crate) fn finished(&self) -> u64 {
+        self.finished.load(Ordering::SeqCst)
+    }
+
+    /// Runs that finished within `[from, to]`.
+    pub(crate) fn finished_between(&self, from: Instant, to: Instant) -> u64 {
+        self.finished_at
+            .lock()
+            .map(|times| times.iter().filter(|t| **t >= from && **t <= to).count() as u64)
+            .unwrap_or(0)
+    }
+
+    /// The claim-to-start latencies recorded so far.
+    pub(crate) fn claim_to_start(&self) -> Histogram<u64> {
+        self.claim_to_start
+            .lock()
+            .map(|h| h.clone())
+            .unwrap_or_else(|_| histogram())
+    }
+}
+
+#[async_trait]
+impl RunStore for Probe {
+    async fn initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner.initialize(owner, proposal, events).await
+    }
+
+    async fn commit_claimed(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        let run = self.inner.commit_claimed(scope, proposal, events).await?;
+        if run.status.is_terminal() {
+            let at = Instant::now();
+            if let Ok(mut times) = self.finished_at.lock() {
+                times.push(at);
+            }
+            self.finished.fetch_add(1, Ordering::SeqCst);
+            self.backlog.add_permits(1);
+        }
+        Ok(run)
+    }
+
+    async fn commit_unclaimed(
+        &self,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner
+            .commit_unclaimed(scope, expected_seq, proposal, events)
+            .await
+    }
+
+    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
+        let leased = self.leased.lock().ok().and_then(|mut m| m.remove(run_id));
+        if let Some(asked) = leased {
+            if let Ok(mut h) = self.claim_to_start.lock() {
+                record(&mut h, asked.elapsed());
+            }
+        }
+        self.inner.fetch_run(scope, run_id).await
+    }
+
+    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
+        self.inner.inspect_run(scope, run_id).await
+    }
+
+    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
+        self.inner.list_runs(scope, query).await
+    }
+
+    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+        let asked = Instant::now();
+        let batch = self.inner.claim_due(policy).await?;
+        if let Ok(mut leased) = self.leased.lock() {
+            for lease in &batch.leases {
+                leased.insert(lease.run_id.clone(), asked);
+            }
+        }
+        Ok(batch)
+    }
+
+    async fn refresh_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.refresh_claim(run_id, token, now).await
+    }
+
+    async fn release_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.release_claim(run_id, token, now).await
+    }
+
+    async fn abandon_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        policy: &AbandonPolicy,
+    ) -> Result<AbandonOutcome, StoreError> {
+        self.inner.abandon_claim(run_id, token, policy).await
+    }
+
+    async fn retry_poisoned_run(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Run, StoreError> {
+        self.inner.retry_poisoned_run(scope, run_id, now).await
+    }
+
+    async fn fetch_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<Event, StoreError> {
+        self.inner.fetch_event(scope, run_id, seq).await
+    }
+
+    async fn fetch_latest_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<Option<Event>, StoreError> {
+        self.inner.fetch_latest_event(scope, run_id).await
+    }
+
+    async fn list_events(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        query: &EventQuery,
+    ) -> Result<EventPage, StoreError> {
+        self.inner.list_events(scope, run_id, query).await
+    }
+
+    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
+        self.inner.prune(policy).await
+    }
+
+    fn wakeups(&self) -> Option<Wakeups> {
+        self.inner.wakeups()
+    }
+}
+
+#[async_trait]
+impl GraphStore for Probe {
+    async fn save_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+        graph: &GraphDocument,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.save_graph(owner, graph_ref, graph, now).await
+    }
+
+    async fn fetch_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<GraphDocument, StoreError> {
+        self.inner.fetch_graph(owner, graph_ref).await
+    }
+
+    async fn fetch_latest_graph_ref(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+    ) -> Result<GraphRef, StoreError> {
+        self.inner.fetch_latest_graph_ref(owner, graph_id).await
+    }
+
+    async fn list_graph_versions(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+        query: &GraphVersionQuery,
+    ) -> Result<GraphVersionPage, StoreError> {
+        self.inner.list_graph_versions(owner, graph_id, query).await
+    }
+}

@@ -1,0 +1,247 @@
+//! Opening the store under test together with its raw floor, refusing a store that is not
+//! fresh, and deleting the bench's store afterwards.
+//!
+//! The bench claims every due run and counts every commit, so it only runs on a store it
+//! creates: a SQLite file that does not exist yet, a PostgreSQL schema that does not exist
+//! yet, or a Redis namespace without keys (or `memory://`). That also makes `--cleanup` safe:
+//! it can only delete what the bench itself made.
+
+use std::sync::Arc;
+
+use docket_core::memory::MemoryStore;
+use docket_core::store::Backend;
+
+use super::floor::{Floor, MemoryFloor};
+use super::BenchError;
+use crate::connect::BackendUrl;
+use crate::error::DocketError;
+
+/// The store under test and its floor.
+pub(crate) struct Target {
+    /// `sqlite`, `postgres`, `redis` or `memory` (or a custom store's name).
+    pub backend_name: String,
+    /// The store.
+    pub backend: Arc<dyn Backend>,
+    /// The raw floor on the same server.
+    pub floor: Arc<dyn Floor>,
+}
+
+/// The error for a backend compiled out of this build.
+#[cfg_attr(
+    all(feature = "sqlite", feature = "postgres", feature = "redis"),
+    allow(dead_code)
+)]
+fn compiled_out(feature: &'static str) -> BenchError {
+    BenchError::Docket(DocketError::BackendFeatureDisabled {
+        scheme: feature.to_owned(),
+        feature,
+    })
+}
+
+/// Checks that the store named by `url` does not exist yet, then opens it and its floor.
+///
+/// # Errors
+/// [`BenchError::NotFresh`] for an existing store; connection and floor errors.
+pub(crate) async fn open(url: &str) -> Result<Target, BenchError> {
+    match BackendUrl::parse(url)? {
+        BackendUrl::Memory => Ok(Target {
+            backend_name: "memory".into(),
+            backend: Arc::new(MemoryStore::new()),
+            floor: Arc::new(MemoryFloor::default()),
+        }),
+        BackendUrl::Sqlite(url) => sqlite(&url).await,
+        BackendUrl::Postgres(url) => postgres(&url).await,
+        BackendUrl::Redis(url) => redis(&url).await,
+    }
+}
+
+/// Deletes the store named by `url` with everything in it: the SQLite file (and its WAL and
+/// shared-memory files), the PostgreSQL schema, or the Redis namespace's keys. Returns what
+/// was deleted. Only for stores the bench created (see the module docs).
+///
+/// # Errors
+/// The store cannot be reached or the files cannot be removed.
+pub async fn purge(url: &str) -> Result<String, BenchError> {
+    match BackendUrl::parse(url)? {
+        BackendUrl::Memory => Ok("nothing (memory://)".into()),
+        BackendUrl::Sqlite(url) => purge_sqlite(&url),
+        BackendUrl::Postgres(url) => purge_postgres(&url).await,
+        BackendUrl::Redis(url) => purge_redis(&url).await,
+    }
+}
+
+#[cfg(feature = "sqlite")]
+async fn sqlite(url: &str) -> Result<Target, BenchError> {
+    let parsed = docket_sqlite::parse_url(url)?;
+    if parsed.path.exists() {
+        return Err(BenchError::NotFresh(format!(
+            "the SQLite file {} already exists; name a new file",
+            parsed.path.display()
+        )));
+    }
+    let store = docket_sqlite::SqliteStore::connect(url).await?;
+    let floor = super::floor::SqliteFloor::open(&store).await?;
+    Ok(Target {
+        backend_name: "sqlite".into(),
+        backend: Arc::new(store),
+        floor: Arc::new(floor),
+    })
+}
+
+#[cfg(not(feature = "sqlite"))]
+async fn sqlite(_url: &str) -> Result<Target, BenchError> {
+    Err(compiled_out("sqlite"))
+}
+
+#[cfg(feature = "sqlite")]
+fn purge_sqlite(url: &str) -> Result<String, BenchError> {
+    let path = docket_sqlite::parse_url(url)?.path;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.clone().into_os_string();
+        file.push(suffix);
+        match std::fs::remove_file(&file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(BenchError::Io {
+                    what: format!("removing {}", std::path::Path::new(&file).display()),
+                    source,
+                })
+            }
+        }
+    }
+    Ok(format!("the SQLite file {}", path.display()))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn purge_sqlite(_url: &str) -> Result<String, BenchError> {
+    Err(compiled_out("sqlite"))
+}
+
+#[cfg(feature = "postgres")]
+async fn postgres(url: &str) -> Result<Target, BenchError> {
+    use sqlx::Connection as _;
+    use std::str::FromStr as _;
+
+    let (driver_url, options) = docket_postgres::parse_url(url)?;
+    let connect = sqlx::postgres::PgConnectOptions::from_str(&driver_url)
+        .map_err(|e| BenchError::Setup(format!("connection URL: {e}")))?;
+    let mut conn = sqlx::PgConnection::connect_with(&connect)
+        .await
+        .map_err(|e| BenchError::Setup(format!("cannot reach PostgreSQL: {e}")))?;
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)")
+            .bind(&options.schema)
+            .fetch_one(&mut conn)
+            .await
+            .map_err(|e| BenchError::Setup(format!("checking the schema: {e}")))?;
+    let _ = conn.close().await;
+    if exists {
+        return Err(BenchError::NotFresh(format!(
+            "the PostgreSQL schema {} already exists; name a new one with ?schema=",
+            options.schema
+        )));
+    }
+    let store = docket_postgres::PostgresStore::connect_url(url).await?;
+    let floor = super::floor::PostgresFloor::connect(url).await?;
+    Ok(Target {
+        backend_name: "postgres".into(),
+        backend: Arc::new(store),
+        floor: Arc::new(floor),
+    })
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn postgres(_url: &str) -> Result<Target, BenchError> {
+    Err(compiled_out("postgres"))
+}
+
+#[cfg(feature = "postgres")]
+async fn purge_postgres(url: &str) -> Result<String, BenchError> {
+    let schema = docket_postgres::PostgresStore::drop_schema(url).await?;
+    Ok(format!("the PostgreSQL schema {schema}"))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn purge_postgres(_url: &str) -> Result<String, BenchError> {
+    Err(compiled_out("postgres"))
+}
+
+#[cfg(feature = "redis")]
+async fn redis(url: &str) -> Result<Target, BenchError> {
+    let store = crate::connect::connect_redis(url).await?;
+    let mut conn = redis_connection(url).await?;
+    let taken = namespace_has_keys(&mut conn, &store).await?;
+    if taken {
+        return Err(BenchError::NotFresh(format!(
+            "the Redis namespace {} already has keys; name a new one with ?namespace=",
+            store.namespace()
+        )));
+    }
+    let floor = super::floor::RedisFloor::connect(url, store.keys().prefix()).await?;
+    Ok(Target {
+        backend_name: "redis".into(),
+        backend: Arc::new(store),
+        floor: Arc::new(floor),
+    })
+}
+
+/// Whether any key matches the namespace's pattern: a full `SCAN` (one page alone may be
+/// empty on a big keyspace even when keys match).
+#[cfg(feature = "redis")]
+async fn namespace_has_keys(
+    conn: &mut redis::aio::MultiplexedConnection,
+    store: &docket_redis::RedisStore,
+) -> Result<bool, BenchError> {
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(store.keys().scan_pattern())
+            .arg("COUNT")
+            .arg(10_000)
+            .query_async(conn)
+            .await
+            .map_err(|e| BenchError::Setup(format!("checking the namespace: {e}")))?;
+        if !keys.is_empty() {
+            return Ok(true);
+        }
+        if next == 0 {
+            return Ok(false);
+        }
+        cursor = next;
+    }
+}
+
+#[cfg(feature = "redis")]
+async fn redis_connection(url: &str) -> Result<redis::aio::MultiplexedConnection, BenchError> {
+    let config =
+        docket_redis::RedisConfig::from_url(url).map_err(|e| BenchError::Setup(e.to_string()))?;
+    let client = redis::Client::open(config.url.as_str())
+        .map_err(|e| BenchError::Setup(format!("Redis URL: {e}")))?;
+    client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| BenchError::Setup(format!("cannot reach Redis: {e}")))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn redis(_url: &str) -> Result<Target, BenchError> {
+    Err(compiled_out("redis"))
+}
+
+#[cfg(feature = "redis")]
+async fn purge_redis(url: &str) -> Result<String, BenchError> {
+    let store = crate::connect::connect_redis(url).await?;
+    let deleted = store.purge_namespace().await?;
+    Ok(format!(
+        "the Redis namespace {} ({deleted} keys)",
+        store.namespace()
+    ))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn purge_redis(_url: &str) -> Result<String, BenchError> {
+    Err(compiled_out("redis"))
+}

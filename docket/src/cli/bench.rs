@@ -1,0 +1,147 @@
+//! `docket bench`: the DESIGN §10 figures of one backend beside their raw floors (see
+//! `docket::bench`), printed as a table, optionally written as JSON lines and a PNG chart.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use docket::bench::{self, BenchOptions, BenchReport, ChartText};
+use docket::DocketError;
+
+use super::CliResult;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Concurrent tasks (and worker vehicles).
+    #[arg(long, default_value_t = 10)]
+    concurrency: usize,
+    /// Seconds of each measured window (floor commits, store commits, end to end).
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Seconds of discarded warm-up before each window [default: a fifth of --seconds, at
+    /// most 1].
+    #[arg(long)]
+    warmup_seconds: Option<f64>,
+    /// Due runs (and floor rows) each claim phase drains.
+    #[arg(long, default_value_t = 2_000)]
+    claim_pool: usize,
+    /// The larger claim limit measured besides limit 1.
+    #[arg(long, default_value_t = 10)]
+    claim_batch: u32,
+    /// Write one JSON object per figure to FILE (JSON lines).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Draw the figures as a PNG chart at FILE.
+    #[arg(long, value_name = "FILE.png")]
+    chart: Option<PathBuf>,
+    /// The git commit to stamp on the JSON lines.
+    #[arg(long, env = "DOCKET_BENCH_GIT_COMMIT")]
+    git_commit: Option<String>,
+    /// After a successful run, delete the store the bench created (the SQLite file, the
+    /// PostgreSQL schema or the Redis namespace). A failed run leaves it for inspection.
+    #[arg(long)]
+    cleanup: bool,
+}
+
+impl BenchArgs {
+    fn options(&self) -> Result<BenchOptions, DocketError> {
+        let seconds = |what: &str, s: f64| {
+            Duration::try_from_secs_f64(s)
+                .map_err(|_| DocketError::InvalidOptions(format!("{what} must be a duration")))
+        };
+        let duration = seconds("--seconds", self.seconds)?;
+        let warmup = match self.warmup_seconds {
+            Some(s) => seconds("--warmup-seconds", s)?,
+            None => (duration / 5).min(Duration::from_secs(1)),
+        };
+        Ok(BenchOptions {
+            concurrency: self.concurrency,
+            duration,
+            warmup,
+            claim_pool: self.claim_pool,
+            claim_batch: self.claim_batch,
+            git_commit: self.git_commit.clone(),
+        })
+    }
+}
+
+pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
+    let url = url.ok_or_else(|| {
+        DocketError::InvalidOptions(
+            "docket bench needs --backend URL naming a store that does not exist yet \
+             (a new SQLite file, PostgreSQL ?schema= or Redis ?namespace=), or memory://"
+                .into(),
+        )
+    })?;
+    let options = args.options()?;
+    eprintln!(
+        "docket bench: {url}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}",
+        options.concurrency,
+        options.duration.as_secs_f64(),
+        options.warmup.as_secs_f64(),
+        options.claim_pool
+    );
+    let report = match bench::run(url, &options).await {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("docket bench: {e}");
+            eprintln!("docket bench: the store at {url} is left as it is, for inspection");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    print_report(&report);
+    if let Some(path) = &args.json {
+        std::fs::write(path, report.json_lines()).map_err(|e| {
+            DocketError::InvalidOptions(format!("cannot write {}: {e}", path.display()))
+        })?;
+        println!("JSON lines: {}", path.display());
+    }
+    if let Some(path) = &args.chart {
+        match bench::render_chart(&report, path) {
+            Ok(ChartText::Labelled) => println!("chart: {}", path.display()),
+            Ok(ChartText::Unlabelled { legend }) => {
+                println!(
+                    "chart: {} (no font found: bars only; set DOCKET_BENCH_FONT to a .ttf for labels)\n{legend}",
+                    path.display()
+                );
+            }
+            Err(e) => {
+                eprintln!("docket bench: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    if args.cleanup {
+        match bench::purge(url).await {
+            Ok(what) => println!("cleanup: deleted {what}"),
+            Err(e) => {
+                eprintln!("docket bench: cleanup failed: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(report: &BenchReport) {
+    println!(
+        "\n{} — concurrency {}, {:.1} s windows{}",
+        report.backend,
+        report.concurrency,
+        report.duration.as_secs_f64(),
+        report
+            .git_commit
+            .as_deref()
+            .map_or_else(String::new, |c| format!(", commit {c}"))
+    );
+    println!("{}", report.table());
+    for floor in &report.floors {
+        println!("  {floor}");
+    }
+    println!("verified:");
+    for line in &report.verified {
+        println!("  ✓ {line}");
+    }
+}

@@ -1,0 +1,485 @@
+//! The bench machinery on tiny windows: every figure is produced beside a floor, the run
+//! verifies what it wrote, a broken store fails the verification, and an existing store is
+//! refused. Behaviour only — no test here looks at a speed.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use docket::bench::{self, BenchError, BenchOptions, BenchReport};
+use docket::core::graph::GraphDocument;
+use docket::core::memory::MemoryStore;
+use docket::core::model::{
+    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+};
+use docket::core::store::{
+    AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
+    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+};
+
+/// Every figure DESIGN §10 asks for ((e) needs `/proc`).
+const FIGURES: [&str; 8] = [
+    "commit_throughput",
+    "claim_throughput",
+    "claim_throughput_batch",
+    "e2e_throughput",
+    "commit_latency_p50",
+    "commit_latency_p99",
+    "claim_to_start_p50",
+    "claim_to_start_p99",
+];
+
+fn tiny() -> BenchOptions {
+    BenchOptions {
+        concurrency: 3,
+        duration: Duration::from_millis(300),
+        warmup: Duration::from_millis(50),
+        claim_pool: 40,
+        claim_batch: 4,
+        git_commit: Some("abc1234".into()),
+    }
+}
+
+fn assert_complete(report: &BenchReport) {
+    for key in FIGURES {
+        let figure = report
+            .figure(key)
+            .unwrap_or_else(|| panic!("figure {key} missing from {:?}", report.figures));
+        assert!(figure.value > 0.0, "{key} measured nothing: {figure:?}");
+        assert!(figure.floor > 0.0, "{key} has no floor: {figure:?}");
+        assert!(figure.ratio().is_some(), "{key} has no ratio");
+    }
+    if cfg!(target_os = "linux") {
+        assert!(report.figure("peak_rss").is_some(), "peak RSS missing");
+    }
+    // A 3-node chain commits its initialization and at least one moment per node.
+    assert!(report.commits_per_run >= 4, "{}", report.commits_per_run);
+    for phase in [
+        "(a) floor",
+        "(a) store",
+        "(b) limit 1",
+        "(b) limit 4",
+        "(c)",
+    ] {
+        assert!(
+            report.verified.iter().any(|line| line.starts_with(phase)),
+            "no verification of {phase}: {:?}",
+            report.verified
+        );
+    }
+    let lines: Vec<Value> = report
+        .json_lines()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+        .collect();
+    assert_eq!(lines.len(), report.figures.len());
+    let keys: BTreeSet<&str> = lines.iter().filter_map(|l| l["figure"].as_str()).collect();
+    assert!(FIGURES.iter().all(|k| keys.contains(k)), "{keys:?}");
+    for line in &lines {
+        assert_eq!(line["backend"], report.backend.as_str());
+        assert_eq!(line["concurrency"], 3);
+        assert_eq!(line["git_commit"], "abc1234");
+        for field in ["value", "floor", "ratio", "duration_s"] {
+            assert!(line[field].is_number(), "{field} in {line}");
+        }
+        assert!(
+            line["unit"].is_string() && line["floor_kind"].is_string(),
+            "{line}"
+        );
+    }
+    let table = report.table();
+    assert!(table.contains("(a) fenced claimed commits/s"), "{table}");
+    assert!(table.contains("raw conditional update"), "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_bench_reports_every_figure_beside_its_floor_and_verifies() {
+    let report = bench::run("memory://", &tiny()).await.expect("bench runs");
+    assert_eq!(report.backend, "memory");
+    assert_complete(&report);
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_bench_measures_a_fresh_file_and_cleanup_deletes_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("bench.db");
+    let url = format!("sqlite://{}", path.display());
+    let report = bench::run(&url, &tiny()).await.expect("bench runs");
+    assert_eq!(report.backend, "sqlite");
+    assert_complete(&report);
+    assert!(report.floors.iter().any(|f| f.contains("UPDATE")));
+    assert!(path.exists());
+    bench::purge(&url).await.expect("purged");
+    assert!(!path.exists(), "the bench's file is deleted");
+}
+
+/// A unique store name for this test process.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("docket_bench_t_{tag}_{}_{nanos}", std::process::id())
+}
+
+/// Purges the bench's store when dropped, whatever the test did.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+struct Purge(String);
+
+#[cfg(any(feature = "postgres", feature = "redis"))]
+impl Drop for Purge {
+    fn drop(&mut self) {
+        let url = self.0.clone();
+        // `Drop` cannot await: purge on a helper thread with its own runtime.
+        let purged = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?
+                .block_on(bench::purge(&url))
+                .map_err(|e| e.to_string())
+        })
+        .join();
+        if !matches!(purged, Ok(Ok(_))) {
+            eprintln!("could not purge the bench store {}", self.0);
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_bench_measures_a_fresh_schema_beside_a_skip_locked_floor() {
+    let server = std::env::var("DOCKET_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let separator = if server.contains('?') { '&' } else { '?' };
+    let url = format!("{server}{separator}schema={}", unique("pg"));
+    let _purge = Purge(url.clone());
+    let report = bench::run(&url, &tiny()).await.expect("bench runs");
+    assert_eq!(report.backend, "postgres");
+    assert_complete(&report);
+    assert!(
+        report.floors.iter().any(|f| f.contains("SKIP LOCKED")),
+        "{:?}",
+        report.floors
+    );
+    let again = bench::run(&url, &tiny())
+        .await
+        .expect_err("not fresh any more");
+    assert!(matches!(again, BenchError::NotFresh(_)), "{again}");
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_redis_bench_measures_a_fresh_namespace_beside_a_script_floor() {
+    let server = std::env::var("DOCKET_TEST_REDIS_URL")
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+    let separator = if server.contains('?') { '&' } else { '?' };
+    let url = format!("{server}{separator}namespace={}", unique("redis"));
+    let _purge = Purge(url.clone());
+    let report = bench::run(&url, &tiny()).await.expect("bench runs");
+    assert_eq!(report.backend, "redis");
+    assert_complete(&report);
+    assert!(
+        report.floors.iter().any(|f| f.contains("ZPOPMIN")),
+        "{:?}",
+        report.floors
+    );
+    let again = bench::run(&url, &tiny())
+        .await
+        .expect_err("not fresh any more");
+    assert!(matches!(again, BenchError::NotFresh(_)), "{again}");
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn an_existing_sqlite_file_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mine.db");
+    std::fs::write(&path, b"precious").expect("written");
+    let err = bench::run(&format!("sqlite://{}", path.display()), &tiny())
+        .await
+        .expect_err("an existing file is not fresh");
+    assert!(matches!(err, BenchError::NotFresh(_)), "{err}");
+    assert_eq!(std::fs::read(&path).expect("still there"), b"precious");
+}
+
+#[tokio::test]
+async fn out_of_range_options_are_refused_before_anything_runs() {
+    for options in [
+        BenchOptions {
+            concurrency: 0,
+            ..tiny()
+        },
+        BenchOptions {
+            duration: Duration::ZERO,
+            ..tiny()
+        },
+        BenchOptions {
+            claim_batch: 1,
+            ..tiny()
+        },
+        BenchOptions {
+            claim_pool: 0,
+            ..tiny()
+        },
+    ] {
+        let err = bench::run("memory://", &options)
+            .await
+            .expect_err("refused");
+        assert!(matches!(err, BenchError::Options(_)), "{err}");
+    }
+}
+
+/// How [`Faulty`] breaks the memory store.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// Every lease `claim_due` grants is handed out twice.
+    DoubleLease,
+    /// Every 25th claimed commit is acknowledged without being stored.
+    LoseCommit,
+}
+
+/// A broken store.
+#[derive(Debug)]
+struct Faulty {
+    inner: MemoryStore,
+    fault: Fault,
+    commits: AtomicU64,
+}
+
+#[async_trait]
+impl RunStore for Faulty {
+    async fn initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner.initialize(owner, proposal, events).await
+    }
+    async fn commit_claimed(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        let n = self.commits.fetch_add(1, Ordering::SeqCst) + 1;
+        if matches!(self.fault, Fault::LoseCommit) && n % 25 == 0 {
+            return Ok(proposal.run);
+        }
+        self.inner.commit_claimed(scope, proposal, events).await
+    }
+    async fn commit_unclaimed(
+        &self,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner
+            .commit_unclaimed(scope, expected_seq, proposal, events)
+            .await
+    }
+    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
+        self.inner.fetch_run(scope, run_id).await
+    }
+    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
+        self.inner.inspect_run(scope, run_id).await
+    }
+    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
+        self.inner.list_runs(scope, query).await
+    }
+    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+        let mut batch = self.inner.claim_due(policy).await?;
+        if matches!(self.fault, Fault::DoubleLease) {
+            let again = batch.leases.clone();
+            batch.leases.extend(again);
+        }
+        Ok(batch)
+    }
+    async fn refresh_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.refresh_claim(run_id, token, now).await
+    }
+    async fn release_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.release_claim(run_id, token, now).await
+    }
+    async fn abandon_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        policy: &AbandonPolicy,
+    ) -> Result<AbandonOutcome, StoreError> {
+        self.inner.abandon_claim(run_id, token, policy).await
+    }
+    async fn retry_poisoned_run(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Run, StoreError> {
+        self.inner.retry_poisoned_run(scope, run_id, now).await
+    }
+    async fn fetch_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<Event, StoreError> {
+        self.inner.fetch_event(scope, run_id, seq).await
+    }
+    async fn fetch_latest_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<Option<Event>, StoreError> {
+        self.inner.fetch_latest_event(scope, run_id).await
+    }
+    async fn list_events(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        query: &EventQuery,
+    ) -> Result<EventPage, StoreError> {
+        self.inner.list_events(scope, run_id, query).await
+    }
+    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
+        self.inner.prune(policy).await
+    }
+    fn wakeups(&self) -> Option<Wakeups> {
+        self.inner.wakeups()
+    }
+}
+
+#[async_trait]
+impl GraphStore for Faulty {
+    async fn save_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+        graph: &GraphDocument,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner.save_graph(owner, graph_ref, graph, now).await
+    }
+    async fn fetch_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<GraphDocument, StoreError> {
+        self.inner.fetch_graph(owner, graph_ref).await
+    }
+    async fn fetch_latest_graph_ref(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+    ) -> Result<GraphRef, StoreError> {
+        self.inner.fetch_latest_graph_ref(owner, graph_id).await
+    }
+    async fn list_graph_versions(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+        query: &GraphVersionQuery,
+    ) -> Result<GraphVersionPage, StoreError> {
+        self.inner.list_graph_versions(owner, graph_id, query).await
+    }
+}
+
+async fn assert_verification_fails(fault: Fault) {
+    let backend: Arc<dyn Backend> = Arc::new(Faulty {
+        inner: MemoryStore::new(),
+        fault,
+        commits: AtomicU64::new(0),
+    });
+    let err = bench::run_backend("faulty", backend, &tiny())
+        .await
+        .expect_err("a broken store must not produce figures");
+    let BenchError::Verification(problems) = err else {
+        panic!("{fault:?}: expected a verification failure, got {err}");
+    };
+    assert!(!problems.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_leases_a_run_twice_fails_the_verification() {
+    assert_verification_fails(Fault::DoubleLease).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_acknowledges_a_commit_it_did_not_keep_fails_the_verification() {
+    assert_verification_fails(Fault::LoseCommit).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_store_is_benched_beside_the_in_process_floor() {
+    let backend: Arc<dyn Backend> = Arc::new(MemoryStore::new());
+    let report = bench::run_backend("custom", backend, &tiny())
+        .await
+        .expect("bench runs");
+    assert_eq!(report.backend, "custom");
+    assert_complete(&report);
+}
+
+#[test]
+fn the_cli_prints_the_table_and_writes_json_lines_and_a_png() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (json, chart) = (dir.path().join("b.jsonl"), dir.path().join("b.png"));
+    let out = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args(["bench", "--backend", "memory://", "--concurrency", "2"])
+        .args([
+            "--seconds",
+            "0.3",
+            "--claim-pool",
+            "30",
+            "--claim-batch",
+            "3",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("--chart")
+        .arg(&chart)
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("the docket binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("(c) end-to-end runs/s"), "{stdout}");
+    assert!(stdout.contains("verified:"), "{stdout}");
+    let lines = std::fs::read_to_string(&json).expect("JSON lines written");
+    assert!(lines.lines().count() >= FIGURES.len(), "{lines}");
+    let png = std::fs::read(&chart).expect("chart written");
+    assert!(png.starts_with(b"\x89PNG"), "a PNG file");
+}
+
+#[test]
+fn the_cli_refuses_to_bench_without_a_backend() {
+    let out = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args(["bench", "--seconds", "0.1"])
+        .env_remove("DOCKET_BACKEND")
+        .output()
+        .expect("the docket binary runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--backend"), "{stderr}");
+}

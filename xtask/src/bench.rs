@@ -1,0 +1,201 @@
+//! `cargo xtask bench [--backend sqlite|postgres|redis|all] [--smoke] [--seconds S]
+//! [--concurrency N]`: builds the release `docket` binary with every backend and runs
+//! `docket bench` once per backend against a store made for it — a new SQLite file under
+//! `target/bench/`, a new PostgreSQL schema and a new Redis namespace on the local servers —
+//! deleted again after a successful run (`--cleanup`). The tables go to stdout; JSON lines and
+//! PNG charts to `target/bench/<backend>.jsonl` / `.png`, all JSON lines also to
+//! `target/bench/all.jsonl`.
+//!
+//! `--smoke` runs ≈2.5 s per backend (0.5 s windows, 200-run claim pools): enough to prove the
+//! machinery and its verification work, not to quote. Not part of `ci` (it needs a release
+//! build of its own).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cli::target_dir;
+use crate::{cargo, services, step, Result};
+
+/// The backends `--backend all` runs, in order.
+const BACKENDS: [&str; 3] = ["sqlite", "postgres", "redis"];
+
+/// Parsed arguments.
+struct Args {
+    backends: Vec<&'static str>,
+    seconds: String,
+    concurrency: String,
+    claim_pool: String,
+}
+
+fn parse(args: &[String]) -> Result<Args> {
+    let mut parsed = Args {
+        backends: BACKENDS.to_vec(),
+        seconds: "10".into(),
+        concurrency: "10".into(),
+        claim_pool: "2000".into(),
+    };
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        let mut value = || {
+            rest.next()
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--backend" => {
+                let backend = value()?;
+                parsed.backends = match backend.as_str() {
+                    "all" => BACKENDS.to_vec(),
+                    other => vec![BACKENDS.into_iter().find(|b| *b == other).ok_or_else(|| {
+                        format!("unknown backend {other:?}: sqlite, postgres, redis or all")
+                    })?],
+                };
+            }
+            "--seconds" => parsed.seconds = value()?,
+            "--concurrency" => parsed.concurrency = value()?,
+            "--smoke" => {
+                parsed.seconds = "0.5".into();
+                parsed.claim_pool = "200".into();
+            }
+            other => {
+                return Err(format!(
+                    "unexpected argument {other:?}; expected [--backend sqlite|postgres|redis|all] \
+                     [--smoke] [--seconds S] [--concurrency N]"
+                ))
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+/// `cargo xtask bench`.
+pub fn run(args: &[String]) -> Result {
+    let args = parse(args)?;
+    if args.backends.iter().any(|b| *b != "sqlite") {
+        services()?;
+    }
+    step("bench: building the release docket binary with every backend");
+    cargo(&[
+        "build",
+        "--release",
+        "--package",
+        "docket",
+        "--all-features",
+        "--bin",
+        "docket",
+    ])?;
+    let target = target_dir()?;
+    let docket = target.join("release").join("docket");
+    let out = target.join("bench");
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let commit = git_commit();
+    let tag = std::process::id();
+    let mut all = String::new();
+    for backend in &args.backends {
+        step(&format!("bench: {backend}"));
+        let url = store_url(backend, &out, tag)?;
+        let jsonl = out.join(format!("{backend}.jsonl"));
+        let chart = out.join(format!("{backend}.png"));
+        let mut command = Command::new(&docket);
+        command
+            .args(["bench", "--backend", &url])
+            .args(["--seconds", &args.seconds])
+            .args(["--concurrency", &args.concurrency])
+            .args(["--claim-pool", &args.claim_pool])
+            .arg("--json")
+            .arg(&jsonl)
+            .arg("--chart")
+            .arg(&chart)
+            .arg("--cleanup")
+            .env("RUST_LOG", "error");
+        if let Some(commit) = &commit {
+            command.args(["--git-commit", commit]);
+        }
+        run_bounded(&mut command, Duration::from_secs(900), backend)?;
+        all.push_str(
+            &std::fs::read_to_string(&jsonl)
+                .map_err(|e| format!("cannot read {}: {e}", jsonl.display()))?,
+        );
+    }
+    let combined = out.join("all.jsonl");
+    std::fs::write(&combined, all)
+        .map_err(|e| format!("cannot write {}: {e}", combined.display()))?;
+    eprintln!(
+        "\nxtask bench: figures in {} (per backend: .jsonl, .png; every line: all.jsonl)",
+        out.display()
+    );
+    Ok(())
+}
+
+/// A store that does not exist yet on `backend`'s local server.
+fn store_url(backend: &str, out: &Path, tag: u32) -> Result<String> {
+    Ok(match backend {
+        "sqlite" => {
+            let file: PathBuf = out.join(format!("bench-{tag}.db"));
+            for suffix in ["", "-wal", "-shm"] {
+                let mut stale = file.clone().into_os_string();
+                stale.push(suffix);
+                let _ = std::fs::remove_file(stale);
+            }
+            format!("sqlite://{}", file.display())
+        }
+        "postgres" => {
+            let base = std::env::var("DOCKET_TEST_POSTGRES_URL")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+            let separator = if base.contains('?') { '&' } else { '?' };
+            format!("{base}{separator}schema=docket_bench_{tag}")
+        }
+        "redis" => {
+            let base = std::env::var("DOCKET_TEST_REDIS_URL")
+                .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+            let separator = if base.contains('?') { '&' } else { '?' };
+            format!("{base}{separator}namespace=docket-bench-{tag}")
+        }
+        other => return Err(format!("unknown backend {other}")),
+    })
+}
+
+/// `git rev-parse --short HEAD`, with `-dirty` when the work tree has changes.
+fn git_commit() -> Option<String> {
+    let output = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    let commit = output(&["rev-parse", "--short", "HEAD"]).filter(|c| !c.is_empty())?;
+    let dirty = output(&["status", "--porcelain"]).is_some_and(|s| !s.is_empty());
+    Some(if dirty {
+        format!("{commit}-dirty")
+    } else {
+        commit
+    })
+}
+
+/// Runs `command` with inherited output; kills it after `limit`.
+fn run_bounded(command: &mut Command, limit: Duration, backend: &str) -> Result {
+    let mut child = command
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start docket bench: {e}"))?;
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("docket bench on {backend} failed ({status})")),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "docket bench on {backend} did not finish within {limit:?}"
+                ));
+            }
+            Err(e) => return Err(format!("docket bench on {backend}: {e}")),
+        }
+    }
+}
