@@ -124,9 +124,7 @@ pub(crate) fn configure_writer(
     options: &SqliteOptions,
 ) -> Result<(), StoreError> {
     configure(conn, options)?;
-    let mode: String = conn
-        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-        .sql()?;
+    let mode = switch_to_wal(conn, options)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(permanent(format!(
             "sqlite refused WAL mode (journal_mode is {mode:?}); is the file on a filesystem \
@@ -140,6 +138,33 @@ pub(crate) fn configure_writer(
     conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)
         .sql()?;
     Ok(())
+}
+
+/// Sets `journal_mode=WAL`, retrying while another process holds the lock it needs.
+///
+/// Switching a fresh file to WAL takes an exclusive lock and may answer `SQLITE_BUSY` at once
+/// instead of waiting in the busy handler, so two processes opening a new database together
+/// could see "database is locked" (reproduced by the `fresh_open_race` test under load). The
+/// retry is bounded by the configured busy timeout.
+fn switch_to_wal(conn: &Connection, options: &SqliteOptions) -> Result<String, StoreError> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(2);
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
+            Ok(mode) => return Ok(mode),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && started.elapsed() < options.busy_timeout =>
+            {
+                // The writer thread backs off before asking SQLite again.
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            Err(other) => return Err(other).sql(),
+        }
+    }
 }
 
 /// Pragmas of a reader connection: it may never write.
