@@ -137,7 +137,7 @@ impl From<RuntimeError> for DocketError {
 impl From<LifecycleError> for DocketError {
     fn from(error: LifecycleError) -> Self {
         match error {
-            LifecycleError::Store(e) => e.into(),
+            LifecycleError::Store(e) | LifecycleError::Ambiguous { source: e, .. } => e.into(),
             other => DocketError::InvalidOptions(other.to_string()),
         }
     }

@@ -232,6 +232,8 @@ async fn a_rejected_claimed_commit_is_a_claim_invariant_violation_and_keeps_the_
 async fn an_ambiguous_commit_that_landed_is_resolved_by_rereading_and_the_drain_continues() {
     let fx = VFx::new(WorkerConfig::default());
     let run = fx.start(&steps(3)).await;
+    fx.observed.wait_for(1).await;
+    fx.observed.clear();
     fx.store.script_commits([CommitScript::ApplyThenAmbiguous]);
     let drained = fx.claim_and_drain().await;
     assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Terminal));
@@ -244,6 +246,13 @@ async fn an_ambiguous_commit_that_landed_is_resolved_by_rereading_and_the_drain_
         "no moment twice"
     );
     assert_eq!(fx.stats.snapshot().ambiguous_resolved, 1);
+    // The moment proven durable by the re-read is announced like any other: observers see
+    // every committed checkpoint of the drain, the ambiguous one included.
+    let committed_by_the_drain = usize::try_from(info.run.checkpoint_seq - 1).expect("small");
+    assert_eq!(
+        fx.observed.wait_for(committed_by_the_drain).await.len(),
+        committed_by_the_drain
+    );
 }
 
 #[tokio::test]

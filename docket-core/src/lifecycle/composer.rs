@@ -87,6 +87,14 @@ impl Lifecycle {
         self.observers.failures()
     }
 
+    /// Runs the after-commit work (telemetry, observers) for a moment the caller has proven
+    /// durable by re-reading after an ambiguous commit ([`LifecycleError::Ambiguous`]). Never
+    /// call it for a moment that may not have landed: observers must only see durable
+    /// checkpoints.
+    pub fn announce_committed(&self, moment: &Moment) {
+        self.after_commit(moment);
+    }
+
     fn after_commit(&self, moment: &Moment) {
         committed(moment);
         self.observers
@@ -182,11 +190,21 @@ impl Lifecycle {
                 schedule: moment.disposition.claimed_schedule(),
                 now,
             };
-            let run = store_operation(
+            let run = match store_operation(
                 "transition_commit_claimed",
                 store.commit_claimed(scope, proposal, moment.events.clone()),
             )
-            .await?;
+            .await
+            {
+                Ok(run) => run,
+                Err(source @ StoreError::Ambiguous { .. }) => {
+                    return Err(LifecycleError::Ambiguous {
+                        source,
+                        moment: Box::new(moment),
+                    })
+                }
+                Err(other) => return Err(other.into()),
+            };
             let moment = Moment { run, ..moment };
             self.after_commit(&moment);
             Ok(moment)
@@ -303,7 +321,9 @@ fn check_same_run<E>(expected: &RunId, got: &RunId) -> Result<(), SignalError<E>
 fn lifecycle_result_kind(result: &Result<Moment, LifecycleError>) -> &'static str {
     match result {
         Ok(_) => "ok",
-        Err(LifecycleError::Store(e)) => error_kind(e),
+        Err(LifecycleError::Store(e) | LifecycleError::Ambiguous { source: e, .. }) => {
+            error_kind(e)
+        }
         Err(LifecycleError::UnschedulableStart { .. }) => "error",
     }
 }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::runtime::Moment;
 use crate::store::StoreError;
 
 /// Why `start` or `commit_moment` did not commit.
@@ -20,6 +21,16 @@ pub enum LifecycleError {
         /// The moment's `wake_disposition` (`"external"` or `"terminal"`).
         disposition: &'static str,
     },
+    /// The claimed commit was sent but its outcome is unknown (the store answered
+    /// `Ambiguous`). The moment is handed back so that a caller who proves by re-reading that
+    /// it landed can still announce it ([`super::Lifecycle::announce_committed`]).
+    #[error("{source}")]
+    Ambiguous {
+        /// The store's `Ambiguous` error.
+        source: StoreError,
+        /// The moment whose commit is in doubt.
+        moment: Box<Moment>,
+    },
 }
 
 impl LifecycleError {
@@ -27,7 +38,7 @@ impl LifecycleError {
     #[must_use]
     pub fn as_store(&self) -> Option<&StoreError> {
         match self {
-            LifecycleError::Store(e) => Some(e),
+            LifecycleError::Store(e) | LifecycleError::Ambiguous { source: e, .. } => Some(e),
             LifecycleError::UnschedulableStart { .. } => None,
         }
     }

@@ -2,8 +2,10 @@
 
 use std::time::Instant;
 
-use docket_core::model::{Event, Run};
+use docket_core::lifecycle::LifecycleError;
+use docket_core::model::Run;
 use docket_core::runtime::{Disposition, Moment};
+use docket_core::store::rules::events::same_event;
 use docket_core::store::StoreError;
 
 use super::Drain;
@@ -30,7 +32,6 @@ impl Drain<'_> {
         expected_seq: u64,
     ) -> Result<Commit, VehicleError> {
         let disposition = moment.disposition;
-        let checkpoint = moment.events.last().cloned();
         let started = Instant::now();
         let result = self
             .e
@@ -52,6 +53,9 @@ impl Drain<'_> {
                     disposition,
                 });
             }
+            Err(LifecycleError::Ambiguous { source, moment }) => {
+                return self.resolve_ambiguous(expected_seq, *moment, source).await;
+            }
             Err(error) => match error.as_store() {
                 Some(store) => store.clone(),
                 None => StoreError::invalid_transition(error.to_string()),
@@ -69,10 +73,6 @@ impl Drain<'_> {
                 Ok(Commit::NotCommitted(
                     self.release(DrainOutcome::Discarded(error)).await?,
                 ))
-            }
-            StoreError::Ambiguous { .. } => {
-                self.resolve_ambiguous(expected_seq, checkpoint, disposition, error)
-                    .await
             }
             other => self.discard(other).await,
         }
@@ -93,11 +93,11 @@ impl Drain<'_> {
     async fn resolve_ambiguous(
         &self,
         expected_seq: u64,
-        checkpoint: Option<Event>,
-        disposition: Disposition,
+        moment: Moment,
         error: StoreError,
     ) -> Result<Commit, VehicleError> {
-        let landed = match (&checkpoint, self.reread(expected_seq).await) {
+        let checkpoint = moment.events.last();
+        let landed = match (checkpoint, self.reread(expected_seq).await) {
             (Some(proposed), Some(run)) => {
                 match self
                     .e
@@ -105,7 +105,7 @@ impl Drain<'_> {
                     .fetch_event(&self.scope, &self.lease.run_id, proposed.seq)
                     .await
                 {
-                    Ok(stored) if &stored == proposed => Some(run),
+                    Ok(stored) if same_event(&stored, proposed) => Some(run),
                     _ => None,
                 }
             }
@@ -115,14 +115,17 @@ impl Drain<'_> {
             Some(run) => {
                 self.stats().bump(Counter::AmbiguousResolved);
                 self.stats().committed(None);
+                // The re-read proved the moment durable: observers and telemetry owe it.
+                let moment = Moment { run, ..moment };
+                self.e.lifecycle.announce_committed(&moment);
                 tracing::info!(
                     result = "committed",
                     expected_seq,
                     "docket.vehicle.ambiguous"
                 );
                 Ok(Commit::Committed {
-                    run: Box::new(run),
-                    disposition,
+                    disposition: moment.disposition,
+                    run: Box::new(moment.run),
                 })
             }
             None => {
