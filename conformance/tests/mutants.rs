@@ -12,15 +12,10 @@ use std::sync::{Arc, Mutex, Once};
 use async_trait::async_trait;
 use docket_conformance::memory::MemoryHarness;
 use docket_conformance::{cases, run_all, Capabilities, Harness, Report};
-use docket_core::graph::GraphDocument;
 use docket_core::memory::{Faults, MemoryStore};
-use docket_core::model::{
-    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
-};
+use docket_core::model::{ClaimToken, Event, GraphRef, OwnerScope, Run, RunId, Scope};
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
-    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+    Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, RunStore, StoreError, StoreLayer,
 };
 
 /// The mutants fail hundreds of assertions on purpose and their messages are in the report.
@@ -104,14 +99,9 @@ impl TokenBlindStore {
 }
 
 #[async_trait]
-impl RunStore for TokenBlindStore {
-    async fn initialize(
-        &self,
-        owner: &OwnerScope,
-        proposal: InitProposal,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        self.inner.initialize(owner, proposal, events).await
+impl StoreLayer for TokenBlindStore {
+    fn inner(&self) -> &dyn Backend {
+        &self.inner
     }
 
     async fn commit_claimed(
@@ -126,30 +116,6 @@ impl RunStore for TokenBlindStore {
         self.inner.commit_claimed(scope, proposal, events).await
     }
 
-    async fn commit_unclaimed(
-        &self,
-        scope: &Scope,
-        expected_seq: u64,
-        proposal: UnclaimedCommit,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        self.inner
-            .commit_unclaimed(scope, expected_seq, proposal, events)
-            .await
-    }
-
-    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
-        self.inner.fetch_run(scope, run_id).await
-    }
-
-    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
-        self.inner.inspect_run(scope, run_id).await
-    }
-
-    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
-        self.inner.list_runs(scope, query).await
-    }
-
     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
         let batch = self.inner.claim_due(policy).await?;
         let mut minted = self
@@ -161,114 +127,6 @@ impl RunStore for TokenBlindStore {
         }
         Ok(batch)
     }
-
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.refresh_claim(run_id, token, now).await
-    }
-
-    async fn release_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.release_claim(run_id, token, now).await
-    }
-
-    async fn abandon_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        policy: &AbandonPolicy,
-    ) -> Result<AbandonOutcome, StoreError> {
-        self.inner.abandon_claim(run_id, token, policy).await
-    }
-
-    async fn retry_poisoned_run(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        now: Timestamp,
-    ) -> Result<Run, StoreError> {
-        self.inner.retry_poisoned_run(scope, run_id, now).await
-    }
-
-    async fn fetch_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        seq: u64,
-    ) -> Result<Event, StoreError> {
-        self.inner.fetch_event(scope, run_id, seq).await
-    }
-
-    async fn fetch_latest_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-    ) -> Result<Option<Event>, StoreError> {
-        self.inner.fetch_latest_event(scope, run_id).await
-    }
-
-    async fn list_events(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        query: &EventQuery,
-    ) -> Result<EventPage, StoreError> {
-        self.inner.list_events(scope, run_id, query).await
-    }
-
-    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
-        self.inner.prune(policy).await
-    }
-
-    fn wakeups(&self) -> Option<Wakeups> {
-        self.inner.wakeups()
-    }
-}
-
-#[async_trait]
-impl GraphStore for TokenBlindStore {
-    async fn save_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-        graph: &GraphDocument,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.save_graph(owner, graph_ref, graph, now).await
-    }
-
-    async fn fetch_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-    ) -> Result<GraphDocument, StoreError> {
-        self.inner.fetch_graph(owner, graph_ref).await
-    }
-
-    async fn fetch_latest_graph_ref(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-    ) -> Result<GraphRef, StoreError> {
-        self.inner.fetch_latest_graph_ref(owner, graph_id).await
-    }
-
-    async fn list_graph_versions(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-        query: &GraphVersionQuery,
-    ) -> Result<GraphVersionPage, StoreError> {
-        self.inner.list_graph_versions(owner, graph_id, query).await
-    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -276,10 +134,10 @@ struct TokenBlindHarness;
 
 #[async_trait]
 impl Harness for TokenBlindHarness {
-    type Guard = Arc<TokenBlindStore>;
+    type Guard = Arc<Layered<TokenBlindStore>>;
 
     async fn open(&self) -> Result<(Arc<dyn Backend>, Self::Guard), StoreError> {
-        let store = Arc::new(TokenBlindStore::default());
+        let store = Arc::new(Layered(TokenBlindStore::default()));
         Ok((store.clone(), store))
     }
 

@@ -11,9 +11,9 @@ use docket_core::lifecycle::{self, SignalError, Signalled, MAX_SIGNAL_ATTEMPTS};
 use docket_core::memory::MemoryStore;
 use docket_core::model::{OwnerScope, Run, RunStatus, Scope};
 use docket_core::runtime::{Disposition, Mutation};
-use docket_core::store::{Message, RunStore, StoreError, StoreErrorKind};
+use docket_core::store::{Layered, Message, RunStore, StoreError, StoreErrorKind};
 
-async fn scripted_with_run() -> (Scripted, Run) {
+async fn scripted_with_run() -> (Layered<Scripted>, Run) {
     let (store, graph) = store_with_graph().await;
     let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(0)).await;
     (Scripted::new(store), run)

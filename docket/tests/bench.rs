@@ -12,15 +12,10 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use docket::bench::{self, BenchError, BenchOptions, BenchReport};
-use docket::core::graph::GraphDocument;
 use docket::core::memory::MemoryStore;
-use docket::core::model::{
-    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
-};
+use docket::core::model::{Event, Run, Scope};
 use docket::core::store::{
-    AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
-    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+    Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, RunStore, StoreError, StoreLayer,
 };
 
 /// Every figure DESIGN §10 asks for ((e) needs `/proc`).
@@ -255,15 +250,11 @@ struct Faulty {
 }
 
 #[async_trait]
-impl RunStore for Faulty {
-    async fn initialize(
-        &self,
-        owner: &OwnerScope,
-        proposal: InitProposal,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        self.inner.initialize(owner, proposal, events).await
+impl StoreLayer for Faulty {
+    fn inner(&self) -> &dyn Backend {
+        &self.inner
     }
+
     async fn commit_claimed(
         &self,
         scope: &Scope,
@@ -276,26 +267,7 @@ impl RunStore for Faulty {
         }
         self.inner.commit_claimed(scope, proposal, events).await
     }
-    async fn commit_unclaimed(
-        &self,
-        scope: &Scope,
-        expected_seq: u64,
-        proposal: UnclaimedCommit,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        self.inner
-            .commit_unclaimed(scope, expected_seq, proposal, events)
-            .await
-    }
-    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
-        self.inner.fetch_run(scope, run_id).await
-    }
-    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
-        self.inner.inspect_run(scope, run_id).await
-    }
-    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
-        self.inner.list_runs(scope, query).await
-    }
+
     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
         let mut batch = self.inner.claim_due(policy).await?;
         if matches!(self.fault, Fault::DoubleLease) {
@@ -304,110 +276,14 @@ impl RunStore for Faulty {
         }
         Ok(batch)
     }
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.refresh_claim(run_id, token, now).await
-    }
-    async fn release_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.release_claim(run_id, token, now).await
-    }
-    async fn abandon_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        policy: &AbandonPolicy,
-    ) -> Result<AbandonOutcome, StoreError> {
-        self.inner.abandon_claim(run_id, token, policy).await
-    }
-    async fn retry_poisoned_run(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        now: Timestamp,
-    ) -> Result<Run, StoreError> {
-        self.inner.retry_poisoned_run(scope, run_id, now).await
-    }
-    async fn fetch_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        seq: u64,
-    ) -> Result<Event, StoreError> {
-        self.inner.fetch_event(scope, run_id, seq).await
-    }
-    async fn fetch_latest_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-    ) -> Result<Option<Event>, StoreError> {
-        self.inner.fetch_latest_event(scope, run_id).await
-    }
-    async fn list_events(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        query: &EventQuery,
-    ) -> Result<EventPage, StoreError> {
-        self.inner.list_events(scope, run_id, query).await
-    }
-    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
-        self.inner.prune(policy).await
-    }
-    fn wakeups(&self) -> Option<Wakeups> {
-        self.inner.wakeups()
-    }
-}
-
-#[async_trait]
-impl GraphStore for Faulty {
-    async fn save_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-        graph: &GraphDocument,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.save_graph(owner, graph_ref, graph, now).await
-    }
-    async fn fetch_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-    ) -> Result<GraphDocument, StoreError> {
-        self.inner.fetch_graph(owner, graph_ref).await
-    }
-    async fn fetch_latest_graph_ref(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-    ) -> Result<GraphRef, StoreError> {
-        self.inner.fetch_latest_graph_ref(owner, graph_id).await
-    }
-    async fn list_graph_versions(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-        query: &GraphVersionQuery,
-    ) -> Result<GraphVersionPage, StoreError> {
-        self.inner.list_graph_versions(owner, graph_id, query).await
-    }
 }
 
 async fn assert_verification_fails(fault: Fault) {
-    let backend: Arc<dyn Backend> = Arc::new(Faulty {
+    let backend: Arc<dyn Backend> = Arc::new(Layered(Faulty {
         inner: MemoryStore::new(),
         fault,
         commits: AtomicU64::new(0),
-    });
+    }));
     let err = bench::run_backend("faulty", backend, &tiny())
         .await
         .expect_err("a broken store must not produce figures");

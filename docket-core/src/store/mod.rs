@@ -2,6 +2,7 @@
 
 pub mod claim;
 pub mod error;
+pub mod layer;
 pub mod proposal;
 pub mod prune;
 pub mod rules;
@@ -13,6 +14,7 @@ pub use claim::{
     ClaimPolicy, PoisonedClaim,
 };
 pub use error::{Message, SourceError, StoreError, StoreErrorKind};
+pub use layer::{Layered, StoreLayer};
 pub use proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
 pub use prune::{PrunePolicy, PruneReport, KEEP_GRAPH_VERSIONS};
 pub use schedule::{ClaimedSchedule, ReleaseWake};

@@ -1,4 +1,4 @@
-//! A `RunStore` wrapper around the memory store that counts the calls the lifecycle makes and
+//! A store layer (`Layered<Scripted>` is the store) around the memory store that counts the calls the lifecycle makes and
 //! injects failures or lost races, for the lifecycle tests (spec §9.4 71–73).
 
 use std::collections::VecDeque;
@@ -8,13 +8,10 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use docket_core::memory::MemoryStore;
-use docket_core::model::{
-    ClaimToken, Event, EventPage, EventQuery, Run, RunId, RunInfo, RunPage, RunQuery, Scope,
-    Timestamp,
-};
+use docket_core::model::{Event, Run, RunId, Scope};
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, InitProposal,
-    PrunePolicy, PruneReport, ReleaseWake, RunStore, StoreError, UnclaimedCommit, Wakeups,
+    Backend, ClaimedCommit, InitProposal, Layered, ReleaseWake, RunStore, StoreError, StoreLayer,
+    UnclaimedCommit,
 };
 
 use super::{t, unclaimed};
@@ -35,11 +32,11 @@ pub struct Scripted {
 }
 
 impl Scripted {
-    pub fn new(inner: MemoryStore) -> Self {
-        Scripted {
+    pub fn new(inner: MemoryStore) -> Layered<Self> {
+        Layered(Scripted {
             inner,
             ..Scripted::default()
-        }
+        })
     }
 
     pub fn fail_next_unclaimed_commits(&self, errors: impl IntoIterator<Item = StoreError>) {
@@ -69,7 +66,11 @@ impl Scripted {
 }
 
 #[async_trait]
-impl RunStore for Scripted {
+impl StoreLayer for Scripted {
+    fn inner(&self) -> &dyn Backend {
+        &self.inner
+    }
+
     async fn initialize(
         &self,
         owner: &docket_core::model::OwnerScope,
@@ -132,87 +133,5 @@ impl RunStore for Scripted {
                 .expect("the competing commit lands");
         }
         Ok(run)
-    }
-
-    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
-        self.inner.inspect_run(scope, run_id).await
-    }
-
-    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
-        self.inner.list_runs(scope, query).await
-    }
-
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
-        self.inner.claim_due(policy).await
-    }
-
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.refresh_claim(run_id, token, now).await
-    }
-
-    async fn release_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.release_claim(run_id, token, now).await
-    }
-
-    async fn abandon_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        policy: &AbandonPolicy,
-    ) -> Result<AbandonOutcome, StoreError> {
-        self.inner.abandon_claim(run_id, token, policy).await
-    }
-
-    async fn retry_poisoned_run(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        now: Timestamp,
-    ) -> Result<Run, StoreError> {
-        self.inner.retry_poisoned_run(scope, run_id, now).await
-    }
-
-    async fn fetch_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        seq: u64,
-    ) -> Result<Event, StoreError> {
-        self.inner.fetch_event(scope, run_id, seq).await
-    }
-
-    async fn fetch_latest_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-    ) -> Result<Option<Event>, StoreError> {
-        self.inner.fetch_latest_event(scope, run_id).await
-    }
-
-    async fn list_events(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        query: &EventQuery,
-    ) -> Result<EventPage, StoreError> {
-        self.inner.list_events(scope, run_id, query).await
-    }
-
-    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
-        self.inner.prune(policy).await
-    }
-
-    fn wakeups(&self) -> Option<Wakeups> {
-        self.inner.wakeups()
     }
 }

@@ -17,6 +17,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 
 use docket_core::model::{RunId, RunStatus};
+use docket_core::store::Layered;
 
 use super::driver::task_failed;
 use super::moments::{run_id, CHAIN_GRAPH, CHAIN_OUTPUT};
@@ -45,7 +46,10 @@ pub(crate) struct E2eResult {
 pub(crate) async fn run(ctx: &Ctx) -> Result<E2eResult, BenchError> {
     let n = ctx.options.concurrency;
     let backlog = Arc::new(Semaphore::new(2 * n));
-    let probe = Arc::new(Probe::new(Arc::clone(&ctx.backend), Arc::clone(&backlog)));
+    let probe = Arc::new(Layered(Probe::new(
+        Arc::clone(&ctx.backend),
+        Arc::clone(&backlog),
+    )));
     let docket = Docket::builder(probe.clone(), crate::nodes::registry())
         .config(WorkerConfig {
             concurrency: n,

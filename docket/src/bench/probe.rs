@@ -1,7 +1,8 @@
 //! A pass-through store that watches the end-to-end phase from the outside, so the engine runs
 //! unmodified: it times claim-to-start (from the `claim_due` call that leased a run to the
 //! vehicle's first read of that run, which is how every drain begins) and counts finished runs
-//! (a claimed commit that made the run terminal).
+//! (a claimed commit that made the run terminal). It is a [`StoreLayer`], used as
+//! `Layered<Probe>`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,15 +13,8 @@ use async_trait::async_trait;
 use hdrhistogram::Histogram;
 use tokio::sync::Semaphore;
 
-use docket_core::graph::GraphDocument;
-use docket_core::model::{
-    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
-};
-use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
-    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
-};
+use docket_core::model::{Event, Run, RunId, Scope};
+use docket_core::store::{Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, StoreError, StoreLayer};
 
 use super::driver::{histogram, record};
 
@@ -80,14 +74,9 @@ impl Probe {
 }
 
 #[async_trait]
-impl RunStore for Probe {
-    async fn initialize(
-        &self,
-        owner: &OwnerScope,
-        proposal: InitProposal,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        self.inner.initialize(owner, proposal, events).await
+impl StoreLayer for Probe {
+    fn inner(&self) -> &dyn Backend {
+        self.inner.as_ref()
     }
 
     async fn commit_claimed(
@@ -108,18 +97,6 @@ impl RunStore for Probe {
         Ok(run)
     }
 
-    async fn commit_unclaimed(
-        &self,
-        scope: &Scope,
-        expected_seq: u64,
-        proposal: UnclaimedCommit,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        self.inner
-            .commit_unclaimed(scope, expected_seq, proposal, events)
-            .await
-    }
-
     async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
         let leased = self.leased.lock().ok().and_then(|mut m| m.remove(run_id));
         if let Some(asked) = leased {
@@ -128,14 +105,6 @@ impl RunStore for Probe {
             }
         }
         self.inner.fetch_run(scope, run_id).await
-    }
-
-    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
-        self.inner.inspect_run(scope, run_id).await
-    }
-
-    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
-        self.inner.list_runs(scope, query).await
     }
 
     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
@@ -147,113 +116,5 @@ impl RunStore for Probe {
             }
         }
         Ok(batch)
-    }
-
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.refresh_claim(run_id, token, now).await
-    }
-
-    async fn release_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.release_claim(run_id, token, now).await
-    }
-
-    async fn abandon_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        policy: &AbandonPolicy,
-    ) -> Result<AbandonOutcome, StoreError> {
-        self.inner.abandon_claim(run_id, token, policy).await
-    }
-
-    async fn retry_poisoned_run(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        now: Timestamp,
-    ) -> Result<Run, StoreError> {
-        self.inner.retry_poisoned_run(scope, run_id, now).await
-    }
-
-    async fn fetch_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        seq: u64,
-    ) -> Result<Event, StoreError> {
-        self.inner.fetch_event(scope, run_id, seq).await
-    }
-
-    async fn fetch_latest_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-    ) -> Result<Option<Event>, StoreError> {
-        self.inner.fetch_latest_event(scope, run_id).await
-    }
-
-    async fn list_events(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        query: &EventQuery,
-    ) -> Result<EventPage, StoreError> {
-        self.inner.list_events(scope, run_id, query).await
-    }
-
-    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
-        self.inner.prune(policy).await
-    }
-
-    fn wakeups(&self) -> Option<Wakeups> {
-        self.inner.wakeups()
-    }
-}
-
-#[async_trait]
-impl GraphStore for Probe {
-    async fn save_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-        graph: &GraphDocument,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.save_graph(owner, graph_ref, graph, now).await
-    }
-
-    async fn fetch_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-    ) -> Result<GraphDocument, StoreError> {
-        self.inner.fetch_graph(owner, graph_ref).await
-    }
-
-    async fn fetch_latest_graph_ref(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-    ) -> Result<GraphRef, StoreError> {
-        self.inner.fetch_latest_graph_ref(owner, graph_id).await
-    }
-
-    async fn list_graph_versions(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-        query: &GraphVersionQuery,
-    ) -> Result<GraphVersionPage, StoreError> {
-        self.inner.list_graph_versions(owner, graph_id, query).await
     }
 }

@@ -93,7 +93,7 @@ use serde_json::Value;
 
 use docket::core::lifecycle::{Checkpoint, CheckpointObserver, ObserverError};
 use docket::core::model::{CheckpointType, Event, GraphRef, RunInfo, ValueMap};
-use docket::core::store::{ClaimLease, ClaimPolicy, RunStore};
+use docket::core::store::{ClaimLease, ClaimPolicy, Layered, RunStore};
 use docket::engine::{Drained, GraphCompiler, MonotonicClock, Vehicle, VehicleError, WorkerStats};
 use docket::StartOptions;
 
@@ -145,7 +145,7 @@ pub async fn poll_until(limit: Duration, mut check: impl FnMut() -> bool) {
 /// A vehicle-level fixture: a scripted store, a manual-mode facade and an observer.
 pub struct VFx {
     pub clock: ManualClock,
-    pub store: Arc<Scripted>,
+    pub store: Arc<Layered<Scripted>>,
     pub docket: Docket,
     pub stats: Arc<WorkerStats>,
     pub observed: Arc<Recorder>,
@@ -156,7 +156,7 @@ pub struct VFx {
 pub struct Parts {
     pub compiler: Option<Arc<dyn GraphCompiler>>,
     pub monotonic: Option<Arc<dyn MonotonicClock>>,
-    pub store: Option<Arc<Scripted>>,
+    pub store: Option<Arc<Layered<Scripted>>>,
     pub clock: Option<ManualClock>,
     pub jitter: Option<Arc<dyn docket::engine::Jitter>>,
 }

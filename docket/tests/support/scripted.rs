@@ -1,4 +1,4 @@
-//! `Scripted`: a delegating `Backend` over the memory store that counts calls, records claim
+//! `Scripted`: a store layer (`Layered<Scripted>` is the `Backend`) over the memory store that counts calls, records claim
 //! policies and injects commit failures, ambiguous commits, claim errors and blocked claims.
 
 use std::collections::VecDeque;
@@ -10,14 +10,10 @@ use tokio::sync::Semaphore;
 
 use docket::core::graph::GraphDocument;
 use docket::core::memory::MemoryStore;
-use docket::core::model::{
-    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
-};
+use docket::core::model::{ClaimToken, Event, GraphRef, OwnerScope, Run, RunId, Scope, Timestamp};
 use docket::core::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
-    InitProposal, Message, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
-    Wakeups,
+    Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore, Layered, Message, RunStore,
+    StoreError, StoreLayer,
 };
 
 /// What the next claimed commit does.
@@ -61,8 +57,8 @@ impl Drop for DropGuard {
 }
 
 impl Scripted {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Scripted::default())
+    pub fn new() -> Arc<Layered<Self>> {
+        Arc::new(Layered(Scripted::default()))
     }
 
     pub fn script_commits(&self, scripts: impl IntoIterator<Item = CommitScript>) {
@@ -101,14 +97,9 @@ impl Scripted {
 }
 
 #[async_trait]
-impl RunStore for Scripted {
-    async fn initialize(
-        &self,
-        owner: &OwnerScope,
-        proposal: InitProposal,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        self.inner.initialize(owner, proposal, events).await
+impl StoreLayer for Scripted {
+    fn inner(&self) -> &dyn Backend {
+        &self.inner
     }
 
     async fn commit_claimed(
@@ -134,29 +125,9 @@ impl RunStore for Scripted {
         }
     }
 
-    async fn commit_unclaimed(
-        &self,
-        scope: &Scope,
-        expected_seq: u64,
-        proposal: UnclaimedCommit,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        self.inner
-            .commit_unclaimed(scope, expected_seq, proposal, events)
-            .await
-    }
-
     async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
         self.fetches.fetch_add(1, Ordering::SeqCst);
         self.inner.fetch_run(scope, run_id).await
-    }
-
-    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
-        self.inner.inspect_run(scope, run_id).await
-    }
-
-    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
-        self.inner.list_runs(scope, query).await
     }
 
     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
@@ -180,15 +151,6 @@ impl RunStore for Scripted {
         self.inner.claim_due(policy).await
     }
 
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.refresh_claim(run_id, token, now).await
-    }
-
     async fn release_claim(
         &self,
         run_id: &RunId,
@@ -199,71 +161,6 @@ impl RunStore for Scripted {
         self.inner.release_claim(run_id, token, now).await
     }
 
-    async fn abandon_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        policy: &AbandonPolicy,
-    ) -> Result<AbandonOutcome, StoreError> {
-        self.inner.abandon_claim(run_id, token, policy).await
-    }
-
-    async fn retry_poisoned_run(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        now: Timestamp,
-    ) -> Result<Run, StoreError> {
-        self.inner.retry_poisoned_run(scope, run_id, now).await
-    }
-
-    async fn fetch_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        seq: u64,
-    ) -> Result<Event, StoreError> {
-        self.inner.fetch_event(scope, run_id, seq).await
-    }
-
-    async fn fetch_latest_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-    ) -> Result<Option<Event>, StoreError> {
-        self.inner.fetch_latest_event(scope, run_id).await
-    }
-
-    async fn list_events(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        query: &EventQuery,
-    ) -> Result<EventPage, StoreError> {
-        self.inner.list_events(scope, run_id, query).await
-    }
-
-    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
-        self.inner.prune(policy).await
-    }
-
-    fn wakeups(&self) -> Option<Wakeups> {
-        self.inner.wakeups()
-    }
-}
-
-#[async_trait]
-impl GraphStore for Scripted {
-    async fn save_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-        graph: &GraphDocument,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner.save_graph(owner, graph_ref, graph, now).await
-    }
-
     async fn fetch_graph(
         &self,
         owner: &OwnerScope,
@@ -271,22 +168,5 @@ impl GraphStore for Scripted {
     ) -> Result<GraphDocument, StoreError> {
         self.graph_fetches.fetch_add(1, Ordering::SeqCst);
         self.inner.fetch_graph(owner, graph_ref).await
-    }
-
-    async fn fetch_latest_graph_ref(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-    ) -> Result<GraphRef, StoreError> {
-        self.inner.fetch_latest_graph_ref(owner, graph_id).await
-    }
-
-    async fn list_graph_versions(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-        query: &GraphVersionQuery,
-    ) -> Result<GraphVersionPage, StoreError> {
-        self.inner.list_graph_versions(owner, graph_id, query).await
     }
 }

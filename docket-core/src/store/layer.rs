@@ -1,0 +1,524 @@
+//! Store layers: a store that wraps another and changes only the operations it names.
+//!
+//! Fault injection in tests, the benchmark's probes and the conformance suite's mutants all
+//! wrap a real store and intercept one or two operations. Writing out the other twenty
+//! forwarding methods by hand each time buries the one that matters, so a wrapper implements
+//! [`StoreLayer`] — every method defaults to the inner store — and [`Layered`] turns it into a
+//! [`Backend`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! use async_trait::async_trait;
+//! use docket_core::memory::MemoryStore;
+//! use docket_core::store::{
+//!     Backend, ClaimBatch, ClaimPolicy, Layered, RunStore, StoreError, StoreLayer,
+//! };
+//!
+//! /// Counts the claims a store hands out.
+//! #[derive(Debug)]
+//! struct CountClaims {
+//!     inner: MemoryStore,
+//!     leased: AtomicU64,
+//! }
+//!
+//! #[async_trait]
+//! impl StoreLayer for CountClaims {
+//!     fn inner(&self) -> &dyn Backend {
+//!         &self.inner
+//!     }
+//!
+//!     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+//!         let batch = self.inner.claim_due(policy).await?;
+//!         self.leased.fetch_add(batch.leases.len() as u64, Ordering::Relaxed);
+//!         Ok(batch)
+//!     }
+//! }
+//!
+//! let store: Arc<dyn Backend> = Arc::new(Layered(CountClaims {
+//!     inner: MemoryStore::new(),
+//!     leased: AtomicU64::new(0),
+//! }));
+//! # let _ = store;
+//! ```
+//!
+//! # Cancel safety
+//!
+//! A layer adds no state of its own to the store's contract: each default is exactly as
+//! cancel safe as the inner store's method.
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+
+use crate::graph::GraphDocument;
+use crate::model::{
+    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+};
+
+use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy};
+use super::error::StoreError;
+use super::proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
+use super::prune::{PrunePolicy, PruneReport};
+use super::traits::{Backend, GraphStore, RunStore, Wakeups};
+
+/// A wrapper around another store; every operation it does not override goes to
+/// [`StoreLayer::inner`] unchanged. Wrap it in [`Layered`] to use it as a [`Backend`].
+///
+/// Each method has the contract (and the `# Errors`) of the [`RunStore`] or [`GraphStore`]
+/// method of the same name; an override is free to break it on purpose, which is what fault
+/// injection is for.
+#[async_trait]
+pub trait StoreLayer: Send + Sync + Debug + 'static {
+    /// The store this layer forwards to.
+    fn inner(&self) -> &dyn Backend;
+
+    /// See [`RunStore::initialize`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner().initialize(owner, proposal, events).await
+    }
+
+    /// See [`RunStore::commit_claimed`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn commit_claimed(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner().commit_claimed(scope, proposal, events).await
+    }
+
+    /// See [`RunStore::commit_unclaimed`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn commit_unclaimed(
+        &self,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.inner()
+            .commit_unclaimed(scope, expected_seq, proposal, events)
+            .await
+    }
+
+    /// See [`RunStore::fetch_run`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
+        self.inner().fetch_run(scope, run_id).await
+    }
+
+    /// See [`RunStore::inspect_run`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
+        self.inner().inspect_run(scope, run_id).await
+    }
+
+    /// See [`RunStore::list_runs`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
+        self.inner().list_runs(scope, query).await
+    }
+
+    /// See [`RunStore::claim_due`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+        self.inner().claim_due(policy).await
+    }
+
+    /// See [`RunStore::refresh_claim`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn refresh_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner().refresh_claim(run_id, token, now).await
+    }
+
+    /// See [`RunStore::release_claim`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn release_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner().release_claim(run_id, token, now).await
+    }
+
+    /// See [`RunStore::abandon_claim`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn abandon_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        policy: &AbandonPolicy,
+    ) -> Result<AbandonOutcome, StoreError> {
+        self.inner().abandon_claim(run_id, token, policy).await
+    }
+
+    /// See [`RunStore::retry_poisoned_run`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn retry_poisoned_run(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Run, StoreError> {
+        self.inner().retry_poisoned_run(scope, run_id, now).await
+    }
+
+    /// See [`RunStore::fetch_event`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn fetch_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<Event, StoreError> {
+        self.inner().fetch_event(scope, run_id, seq).await
+    }
+
+    /// See [`RunStore::fetch_latest_event`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn fetch_latest_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<Option<Event>, StoreError> {
+        self.inner().fetch_latest_event(scope, run_id).await
+    }
+
+    /// See [`RunStore::list_events`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn list_events(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        query: &EventQuery,
+    ) -> Result<EventPage, StoreError> {
+        self.inner().list_events(scope, run_id, query).await
+    }
+
+    /// See [`RunStore::prune`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
+        self.inner().prune(policy).await
+    }
+
+    /// See [`RunStore::wakeups`].
+    fn wakeups(&self) -> Option<Wakeups> {
+        self.inner().wakeups()
+    }
+
+    /// See [`GraphStore::save_graph`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn save_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+        graph: &GraphDocument,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.inner().save_graph(owner, graph_ref, graph, now).await
+    }
+
+    /// See [`GraphStore::fetch_graph`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn fetch_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<GraphDocument, StoreError> {
+        self.inner().fetch_graph(owner, graph_ref).await
+    }
+
+    /// See [`GraphStore::fetch_latest_graph_ref`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn fetch_latest_graph_ref(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+    ) -> Result<GraphRef, StoreError> {
+        self.inner().fetch_latest_graph_ref(owner, graph_id).await
+    }
+
+    /// See [`GraphStore::list_graph_versions`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn list_graph_versions(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+        query: &GraphVersionQuery,
+    ) -> Result<GraphVersionPage, StoreError> {
+        self.inner()
+            .list_graph_versions(owner, graph_id, query)
+            .await
+    }
+}
+
+/// A [`StoreLayer`] as a [`Backend`]. A newtype rather than a blanket impl, so that a type
+/// may be a store and a layer at once without the two impls colliding.
+#[derive(Debug, Default)]
+pub struct Layered<L>(pub L);
+
+impl<L> std::ops::Deref for Layered<L> {
+    type Target = L;
+
+    fn deref(&self) -> &L {
+        &self.0
+    }
+}
+
+#[async_trait]
+impl<L: StoreLayer> RunStore for Layered<L> {
+    async fn initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        StoreLayer::initialize(&self.0, owner, proposal, events).await
+    }
+
+    async fn commit_claimed(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        StoreLayer::commit_claimed(&self.0, scope, proposal, events).await
+    }
+
+    async fn commit_unclaimed(
+        &self,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        StoreLayer::commit_unclaimed(&self.0, scope, expected_seq, proposal, events).await
+    }
+
+    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
+        StoreLayer::fetch_run(&self.0, scope, run_id).await
+    }
+
+    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
+        StoreLayer::inspect_run(&self.0, scope, run_id).await
+    }
+
+    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
+        StoreLayer::list_runs(&self.0, scope, query).await
+    }
+
+    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+        StoreLayer::claim_due(&self.0, policy).await
+    }
+
+    async fn refresh_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        StoreLayer::refresh_claim(&self.0, run_id, token, now).await
+    }
+
+    async fn release_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        StoreLayer::release_claim(&self.0, run_id, token, now).await
+    }
+
+    async fn abandon_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        policy: &AbandonPolicy,
+    ) -> Result<AbandonOutcome, StoreError> {
+        StoreLayer::abandon_claim(&self.0, run_id, token, policy).await
+    }
+
+    async fn retry_poisoned_run(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Run, StoreError> {
+        StoreLayer::retry_poisoned_run(&self.0, scope, run_id, now).await
+    }
+
+    async fn fetch_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<Event, StoreError> {
+        StoreLayer::fetch_event(&self.0, scope, run_id, seq).await
+    }
+
+    async fn fetch_latest_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<Option<Event>, StoreError> {
+        StoreLayer::fetch_latest_event(&self.0, scope, run_id).await
+    }
+
+    async fn list_events(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        query: &EventQuery,
+    ) -> Result<EventPage, StoreError> {
+        StoreLayer::list_events(&self.0, scope, run_id, query).await
+    }
+
+    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
+        StoreLayer::prune(&self.0, policy).await
+    }
+
+    fn wakeups(&self) -> Option<Wakeups> {
+        StoreLayer::wakeups(&self.0)
+    }
+}
+
+#[async_trait]
+impl<L: StoreLayer> GraphStore for Layered<L> {
+    async fn save_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+        graph: &GraphDocument,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        StoreLayer::save_graph(&self.0, owner, graph_ref, graph, now).await
+    }
+
+    async fn fetch_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<GraphDocument, StoreError> {
+        StoreLayer::fetch_graph(&self.0, owner, graph_ref).await
+    }
+
+    async fn fetch_latest_graph_ref(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+    ) -> Result<GraphRef, StoreError> {
+        StoreLayer::fetch_latest_graph_ref(&self.0, owner, graph_id).await
+    }
+
+    async fn list_graph_versions(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+        query: &GraphVersionQuery,
+    ) -> Result<GraphVersionPage, StoreError> {
+        StoreLayer::list_graph_versions(&self.0, owner, graph_id, query).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::memory::MemoryStore;
+    use crate::model::{RunQuery, Scope};
+
+    /// Refuses every run listing, forwards everything else.
+    #[derive(Debug)]
+    struct RefuseListing {
+        inner: MemoryStore,
+        refused: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl StoreLayer for RefuseListing {
+        fn inner(&self) -> &dyn Backend {
+            &self.inner
+        }
+
+        async fn list_runs(&self, _: &Scope, _: &RunQuery) -> Result<RunPage, StoreError> {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            Err(StoreError::invalid_argument("listing refused by the layer"))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_override_intercepts_and_everything_else_reaches_the_inner_store() {
+        let layered = Layered(RefuseListing {
+            inner: MemoryStore::new(),
+            refused: AtomicUsize::new(0),
+        });
+        let store: &dyn Backend = &layered;
+        let refused = store.list_runs(&Scope::System, &RunQuery::default()).await;
+        assert!(
+            matches!(refused, Err(StoreError::InvalidArgument { .. })),
+            "the override answered: {refused:?}"
+        );
+        assert_eq!(layered.refused.load(Ordering::Relaxed), 1);
+        let unknown = RunId::new("never-started").expect("a valid id");
+        let forwarded = store.inspect_run(&Scope::System, &unknown).await;
+        assert!(
+            matches!(forwarded, Err(StoreError::NotFound)),
+            "an unknown run reached the memory store, which says NotFound: {forwarded:?}"
+        );
+    }
+}
