@@ -62,6 +62,17 @@ async fn an_event_append_failure_rolls_back_the_commit_and_releases() {
     assert!(info.wake_at.is_some());
     assert!(fx.observed.seen().is_empty());
     assert_eq!(fx.stats.snapshot().discards, 1);
+
+    // Nothing of the discarded moment survives: the next healthy drain finishes the run from
+    // the last committed moment with one event per seq.
+    let drained = fx.claim_and_drain().await;
+    assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Terminal));
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run.status, RunStatus::Done);
+    assert_eq!(
+        fx.checkpoint_seqs(&run.id).await,
+        (1..=info.run.checkpoint_seq).collect::<Vec<_>>()
+    );
 }
 
 /// A compiler that always fails, or one that compiles to another hash.
@@ -151,6 +162,28 @@ async fn a_compilation_failure_abandons_then_poisons_past_max_claim_abandons() {
     );
     assert!(info.wake_at.is_none() && !info.is_claimed());
     assert_eq!(fx.stats.snapshot().poisons, 1);
+    assert!(
+        fx.try_claim().await.is_none(),
+        "a poisoned run is never claimed"
+    );
+
+    // Once the host can compile the graph again, an operator's retry makes the run due and
+    // a healthy drain completes it.
+    let retried = healthy
+        .docket
+        .retry_poisoned_run(&run.id)
+        .await
+        .expect("retry");
+    assert_eq!(
+        retried.checkpoint_seq, run.checkpoint_seq,
+        "no moment consumed"
+    );
+    let info = healthy.info(&run.id).await;
+    assert!(info.poison.is_none());
+    assert_eq!((info.claim_abandons, info.claim_attempts), (0, 0));
+    let drained = healthy.claim_and_drain().await;
+    assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Terminal));
+    assert_eq!(healthy.info(&run.id).await.run.status, RunStatus::Done);
 }
 
 #[tokio::test]

@@ -442,3 +442,55 @@ pub async fn concurrent_initializes_of_one_run_id_have_one_winner(env: &Env<'_>)
     let stored = env.fetch(&rid("r1")).await;
     assert_eq!(stored.input.get("amount"), Some(&json!(winners[0])));
 }
+
+/// The first runs of an owner the store has never seen, started concurrently under distinct
+/// ids, all land: no first-insert race loses a run or lets one leak to another owner.
+pub async fn concurrent_first_starts_for_a_new_owner_all_land(env: &Env<'_>) {
+    let owner = tenant("newcomer");
+    let graph = tiny_graph(&owner);
+    env.publish(&graph, t(0)).await;
+    let tasks: Vec<_> = (0..12i64)
+        .map(|n| {
+            let store = Arc::clone(env.store());
+            let moment = init_moment(
+                &graph,
+                &rid(&format!("n{n}")),
+                map(json!({ "amount": n })),
+                t(0),
+            );
+            let owner = owner.clone();
+            tokio::spawn(async move {
+                let result = store
+                    .initialize(&owner, init_proposal(&moment, t(0)), moment.events)
+                    .await;
+                (n, result.map_err(|e| e.kind()))
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (n, result) = joined(task).await;
+        assert!(result.is_ok(), "start n{n}: {result:?}");
+    }
+    let page = ok(
+        env.store()
+            .list_runs(&tenant_scope("newcomer"), &run_query(100))
+            .await,
+        "list_runs",
+    );
+    let mut ids: Vec<String> = page.runs.iter().map(|r| r.id.to_string()).collect();
+    ids.sort();
+    let mut expected: Vec<String> = (0..12).map(|n| format!("n{n}")).collect();
+    expected.sort();
+    assert_eq!(ids, expected);
+    for n in 0..12i64 {
+        let stored = env.fetch(&rid(&format!("n{n}"))).await;
+        assert_eq!(stored.input.get("amount"), Some(&json!(n)));
+    }
+    let other = ok(
+        env.store()
+            .list_runs(&tenant_scope("bystander"), &run_query(100))
+            .await,
+        "list_runs",
+    );
+    assert!(other.runs.is_empty(), "leaked: {:?}", other.runs);
+}

@@ -1,0 +1,103 @@
+//! The row invariants of spec §3.2 hold in the database itself (§9.8 173): a write that breaks
+//! one — from a buggy build, a hand-edited row or another tool — is refused by a `CHECK`
+//! constraint (SQLSTATE 23514) and leaves the schema unchanged, whatever wrote it.
+
+mod common;
+
+use common::*;
+use docket_core::model::OwnerScope;
+use sqlx::{Connection, PgConnection};
+
+/// `(the invariant, an UPDATE/INSERT that breaks it)`; `{s}` is the schema, `$1` the run id.
+const VIOLATIONS: &[(&str, &str)] = &[
+    (
+        "status is one of the five",
+        "UPDATE {s}.runs SET status = 'paused' WHERE run_id = $1",
+    ),
+    (
+        "a terminal run has finished_at",
+        "UPDATE {s}.runs SET status = 'done', wake_at = NULL WHERE run_id = $1",
+    ),
+    (
+        "a claim token comes with its claim time",
+        "UPDATE {s}.runs SET claim_token = gen_random_uuid(), wake_at = NULL WHERE run_id = $1",
+    ),
+    (
+        "poison has both its time and its reason",
+        "UPDATE {s}.runs SET poisoned_at = 1, wake_at = NULL WHERE run_id = $1",
+    ),
+    (
+        "the poison reason is a known one",
+        "UPDATE {s}.runs SET poisoned_at = 1, poison_reason = 'bored', wake_at = NULL
+         WHERE run_id = $1",
+    ),
+    (
+        "a waiting run has no wake",
+        "UPDATE {s}.runs SET status = 'waiting' WHERE run_id = $1",
+    ),
+    (
+        "a running, healthy run has exactly one of wake and claim",
+        "UPDATE {s}.runs SET wake_at = NULL WHERE run_id = $1",
+    ),
+    (
+        "counters are never negative",
+        "UPDATE {s}.runs SET claim_attempts = -1 WHERE run_id = $1",
+    ),
+    (
+        "the checkpoint type is a known one",
+        "UPDATE {s}.runs SET latest_checkpoint_type = 'step_skipped' WHERE run_id = $1",
+    ),
+    (
+        "a tenant id is never empty",
+        "UPDATE {s}.runs SET tenant_id = '' WHERE run_id = $1",
+    ),
+    (
+        "event seqs start at 1",
+        "UPDATE {s}.events SET seq = 0 WHERE run_id = $1",
+    ),
+];
+
+#[tokio::test]
+async fn every_row_invariant_is_a_check_constraint_that_refuses_the_write() {
+    let (store, guard) = open().await;
+    start(&store, &OwnerScope::Tenantless, "r1", t(0)).await;
+    let before = snapshot(&store).await;
+    let mut conn = PgConnection::connect(&docket_postgres::testing::test_url())
+        .await
+        .expect("the PostgreSQL test server must be reachable");
+    for (invariant, sql) in VIOLATIONS {
+        let sql = sql.replace("{s}", guard.schema());
+        let error = sqlx::query(&sql)
+            .bind("r1")
+            .execute(&mut conn)
+            .await
+            .expect_err(invariant);
+        let code = error
+            .as_database_error()
+            .and_then(|e| e.code())
+            .map(|c| c.into_owned());
+        assert_eq!(
+            code.as_deref(),
+            Some("23514"),
+            "{invariant}: expected a check violation, got {error}"
+        );
+    }
+    assert_eq!(
+        snapshot(&store).await,
+        before,
+        "every refused write left no trace"
+    );
+
+    // The same columns accept a write that keeps the invariants, so the refusals above are
+    // the constraints' doing and not a broken statement.
+    let healthy = format!(
+        "UPDATE {}.runs SET wake_at = wake_at + 1 WHERE run_id = $1",
+        guard.schema()
+    );
+    let done = sqlx::query(&healthy)
+        .bind("r1")
+        .execute(&mut conn)
+        .await
+        .expect("a valid write");
+    assert_eq!(done.rows_affected(), 1);
+}
