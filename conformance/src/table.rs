@@ -281,6 +281,7 @@ macro_rules! __case_table {
                 an_interrupt_waits_until_a_resolution_signal_resumes_it,
                 resolving_a_resolved_interrupt_writes_nothing,
                 a_cancel_signal_fences_out_an_in_flight_vehicle,
+                cancelling_revokes_a_claim_and_clears_poison,
                 cancelling_twice_commits_once,
                 a_permanently_failing_node_fails_the_run,
                 a_stolen_lease_fences_the_old_vehicle_and_the_thief_finishes,

@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use docket::core::model::{InterruptStatus, RunId, RunQuery, RunStatus};
+use docket::core::model::{InterruptStatus, RunId, RunQuery, RunStatus, ValueMap};
+use docket::core::node::{Node, NodeContext, NodeOutcome};
 use docket::engine::{DrainBudget, Worker, WorkerConfig, WorkerStats};
 use docket::examples::EXAMPLES;
 use docket::history::check_history;
-use docket::{Docket, StartOptions};
+use docket::{AwaitOptions, Docket, StartOptions};
 
 fn server_url() -> String {
     std::env::var("DOCKET_TEST_POSTGRES_URL")
@@ -171,6 +172,128 @@ async fn two_workers_on_separate_connections_drain_the_examples_on_one_schema() 
         "both workers share the load: {a:?} {b:?}"
     );
     assert_eq!(a.fence_losses + b.fence_losses, 0, "{a:?} {b:?}");
+}
+
+/// A node that announces it is running, then waits until the test lets it finish.
+struct Gate {
+    entered: Arc<tokio::sync::Semaphore>,
+    release: Arc<tokio::sync::Semaphore>,
+}
+
+#[async_trait::async_trait]
+impl Node for Gate {
+    async fn call(&self, _: &ValueMap, _: &ValueMap, _: &NodeContext) -> NodeOutcome {
+        self.entered.add_permits(1);
+        match self.release.acquire().await {
+            Ok(_) => NodeOutcome::update(json!({"passed": true})),
+            Err(_) => NodeOutcome::Fail("the gate was closed".into()),
+        }
+    }
+}
+
+/// §9.3 45: a vehicle holds no database connection while its nodes run. With a pool of ONE
+/// connection, the worker's node is held open mid-superstep while the same store serves
+/// reads and a write; the run then finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_running_node_holds_no_database_connection() {
+    let schema = Schema::fresh("slow");
+    let url = format!("{}&pool_size=1", schema.url);
+    let (entered, release) = (
+        Arc::new(tokio::sync::Semaphore::new(0)),
+        Arc::new(tokio::sync::Semaphore::new(0)),
+    );
+    let nodes = docket::nodes::registry()
+        .with(
+            "test.gate",
+            Gate {
+                entered: entered.clone(),
+                release: release.clone(),
+            },
+        )
+        .expect("registered");
+    let backend = docket::connect_backend(&url)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL (DOCKET_TEST_POSTGRES_URL) at {url}: {e}"));
+    let docket = Docket::builder(backend, nodes)
+        .config(WorkerConfig {
+            concurrency: 1,
+            max_attempt_elapsed_ms: 30_000,
+            drain_budget: DrainBudget {
+                max_moments: Some(100),
+                max_elapsed_ms: 40_000,
+            },
+            orphan_ttl_ms: 60_000,
+            ..config()
+        })
+        .build()
+        .expect("facade");
+    let graph = docket
+        .save_graph_json(
+            &json!({
+                "schema_version": 1, "id": "gated",
+                "fields": {"passed": {"schema": {"type": "boolean"}}},
+                "outputs": {"passed": {}},
+                "nodes": {"gate": {"implementation": "test.gate"}},
+                "edges": {
+                    "begin": {"from": "$start", "to": "gate"},
+                    "end": {"from": "gate", "to": "$finish"}
+                }
+            })
+            .to_string(),
+        )
+        .await
+        .expect("save");
+    let run = docket
+        .start_run(&graph, ValueMap::new(), StartOptions::default())
+        .await
+        .expect("start");
+    let worker = Worker::builder(docket.engine()).start();
+    tokio::time::timeout(Duration::from_secs(30), entered.acquire())
+        .await
+        .expect("the worker reaches the node")
+        .expect("semaphore open")
+        .forget();
+
+    // Mid-superstep: if the vehicle held the only connection these would wait for the node.
+    let within = Duration::from_secs(5);
+    let info = tokio::time::timeout(within, docket.inspect_run(&run.id))
+        .await
+        .expect("a read is served while the node runs")
+        .expect("inspect");
+    assert!(info.is_claimed(), "the run is claimed by the worker");
+    let other = tokio::time::timeout(
+        within,
+        docket.start_run(&graph, ValueMap::new(), StartOptions::default()),
+    )
+    .await
+    .expect("a write is served while the node runs")
+    .expect("start");
+
+    release.add_permits(2);
+    let done = |id: RunId| {
+        let docket = &docket;
+        async move {
+            docket
+                .await_run(
+                    &id,
+                    AwaitOptions {
+                        timeout: Duration::from_secs(30),
+                        poll_interval: Duration::from_millis(20),
+                    },
+                )
+                .await
+                .expect("the run finishes")
+        }
+    };
+    for id in [run.id.clone(), other.id.clone()] {
+        let finished = done(id).await;
+        assert_eq!(finished.status, RunStatus::Done);
+        assert_eq!(
+            finished.output.and_then(|o| o.get("passed").cloned()),
+            Some(json!(true))
+        );
+    }
+    worker.shutdown().await;
 }
 
 #[test]

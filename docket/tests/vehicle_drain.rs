@@ -298,3 +298,49 @@ async fn a_lease_with_a_stale_token_cannot_commit_and_does_not_disturb_the_holde
         "the real holder keeps its claim"
     );
 }
+
+/// §9.3 46: an attempt that outlives `max_attempt_elapsed_ms` is aborted and, under a retry
+/// policy, parked durably: `retry_scheduled` committed, a future wake, the claim released.
+#[tokio::test]
+async fn an_attempt_timeout_commits_durable_retry_state_and_releases_the_claim() {
+    let fx = VFx::new(WorkerConfig {
+        max_attempt_elapsed_ms: 50,
+        ..WorkerConfig::default()
+    });
+    let graph = json!({
+        "schema_version": 1, "id": "stuck",
+        "fields": {"x": {"schema": {"type": "boolean"}}},
+        "outputs": {"x": {}},
+        "nodes": {"stuck": {
+            "implementation": "std.sleep_ms",
+            "config": {"ms": 600_000, "values": {"x": true}},
+            "policies": {"retry": {"max_attempts": 3, "backoff_ms": 1_000}}
+        }},
+        "edges": {"begin": {"from": "$start", "to": "stuck"}, "end": {"from": "stuck", "to": "$finish"}}
+    });
+    let run = fx.start(&graph).await;
+    fx.observed.wait_for(1).await;
+    fx.observed.clear();
+    let drained = fx.claim_and_drain().await;
+    let info = fx.info(&run.id).await;
+    let DrainOutcome::Parked(ParkKind::At(deadline)) = drained.outcome else {
+        panic!("expected a timed park, got {:?}", drained.outcome);
+    };
+    assert!(deadline > fx.clock.now(), "the retry waits for its backoff");
+    assert_eq!(info.wake_at, Some(deadline));
+    assert!(!info.is_claimed(), "the claim is released");
+    assert_eq!(info.run.status, RunStatus::Running);
+    assert_eq!(
+        info.run.checkpoint_seq,
+        run.checkpoint_seq + 1,
+        "one moment"
+    );
+    assert_eq!(
+        fx.observed.wait_for(1).await,
+        vec![CheckpointType::RetryScheduled]
+    );
+    assert!(
+        fx.try_claim().await.is_none(),
+        "not due before its deadline"
+    );
+}

@@ -449,3 +449,91 @@ pub async fn four_vehicles_drain_twenty_runs_each_exactly_once(env: &Env<'_>) {
         assert_event_history(env, &run).await;
     }
 }
+
+/// Cancellation is a serialized signal that wins over a claim and over poison: a claimed run
+/// and a poisoned run both end cancelled with no wake, no claim, zero counters and no poison,
+/// and each history is the initialization moment followed by `run_cancelled, checkpoint`.
+pub async fn cancelling_revokes_a_claim_and_clears_poison(env: &Env<'_>) {
+    let graph = env
+        .publish_graph(&OwnerScope::Tenantless, SuiteGraph::Linear)
+        .await;
+    let claimed = env.start(&graph, "claimed", t(0)).await;
+    let lease = env.claim(t(0)).await;
+    assert_eq!(lease.run_id, claimed.id);
+
+    let poisoned = env.start(&graph, "poisoned", t(10)).await;
+    let doomed = env.claim(t(10)).await;
+    assert_eq!(doomed.run_id, poisoned.id);
+    let policy = abandon_policy(doomed.checkpoint_seq, t(10), t(20), 1);
+    let first = ok(
+        env.store()
+            .abandon_claim(&doomed.run_id, &doomed.claim_token, &policy)
+            .await,
+        "abandon",
+    );
+    assert_eq!(first, AbandonOutcome::Rescheduled);
+    let again = env.claim(t(20)).await;
+    let policy = abandon_policy(again.checkpoint_seq, t(20), t(30), 1);
+    let second = ok(
+        env.store()
+            .abandon_claim(&again.run_id, &again.claim_token, &policy)
+            .await,
+        "abandon",
+    );
+    assert_eq!(second, AbandonOutcome::Poisoned);
+
+    for run in [&claimed, &poisoned] {
+        let cancelled = lifecycle::signal(&**env.store(), &Scope::System, &run.id, |current| {
+            cancel_run(current, t(40))
+        })
+        .await;
+        assert!(
+            matches!(cancelled, Ok(Signalled::Committed(_))),
+            "{}: {cancelled:?}",
+            run.id
+        );
+        let info = env.inspect(&run.id).await;
+        assert_eq!(info.run.status, RunStatus::Cancelled, "{}", run.id);
+        assert_eq!((info.wake_at, info.claimed_at), (None, None), "{}", run.id);
+        assert_eq!(
+            (info.claim_attempts, info.claim_abandons),
+            (0, 0),
+            "{}",
+            run.id
+        );
+        assert!(info.poison.is_none(), "{}", run.id);
+        let types: Vec<EventType> = env
+            .all_events(&run.id)
+            .await
+            .iter()
+            .map(|e| e.event_type)
+            .collect();
+        // Two moments: initialization (its events end in a checkpoint) and the cancellation.
+        assert_eq!(
+            types.first(),
+            Some(&EventType::RunInitialized),
+            "{}",
+            run.id
+        );
+        assert!(
+            types.ends_with(&[EventType::RunCancelled, EventType::CheckpointCommitted]),
+            "{}: {types:?}",
+            run.id
+        );
+        let checkpoints = types
+            .iter()
+            .filter(|t| **t == EventType::CheckpointCommitted)
+            .count();
+        assert_eq!((checkpoints, info.run.checkpoint_seq), (2, 2), "{}", run.id);
+        assert_event_history(env, &info.run).await;
+    }
+    let fenced = env
+        .store()
+        .refresh_claim(&lease.run_id, &lease.claim_token, t(41))
+        .await;
+    assert!(
+        matches!(fenced, Err(StoreError::ClaimLost)),
+        "the revoked holder is fenced out: {fenced:?}"
+    );
+    assert_never_claimed(env, t(10_000_000)).await;
+}
