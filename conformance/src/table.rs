@@ -247,6 +247,7 @@ macro_rules! __case_table {
                 an_abandon_racing_a_steal_has_exactly_one_effect,
                 concurrent_initializes_of_one_run_id_have_one_winner,
                 concurrent_first_starts_for_a_new_owner_all_land,
+                concurrent_claimers_account_for_a_mix_of_ready_steal_and_poison_exactly_once,
             }
             bad_input {
                 ids_with_control_characters_are_refused_when_built,

@@ -108,4 +108,4 @@ pub use options::{
     parse_url, validate_schema_name, PostgresOptions, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA,
 };
 pub use store::PostgresStore;
-pub use wakeups::WAKE_CHANNEL;
+pub use wakeups::{listener_application_name, WAKE_CHANNEL};

@@ -4,7 +4,9 @@
 //! transaction when the wake they record is due, so a hint is delivered only after commit.
 //! One dedicated listener connection per store (its own single-connection pool, never taken
 //! from the store's pool) fans hints out to every subscriber. Each time LISTEN is (re)established
-//! the listener emits a hint, because notifications sent before were missed.
+//! the listener emits a hint, because notifications sent before were missed. The listener's
+//! connection carries the `application_name` [`listener_application_name`] so operators (and
+//! tests) can find it in `pg_stat_activity`.
 //! Polling stays the correctness mechanism: a lost hint costs latency only.
 
 use std::sync::{Mutex, PoisonError};
@@ -19,6 +21,15 @@ use tokio::task::JoinHandle;
 /// The channel every Docket store notifies on; the payload is the schema name.
 pub const WAKE_CHANNEL: &str = "docket_wake";
 
+/// The `application_name` of a store's listener connection: `docket-wake <schema>`, cut to
+/// the 63 bytes PostgreSQL keeps (schema names are ASCII identifiers, so the cut is clean).
+#[must_use]
+pub fn listener_application_name(schema: &str) -> String {
+    let mut name = format!("docket-wake {schema}");
+    name.truncate(63);
+    name
+}
+
 /// Starts the listener on first subscription and stops it when the store is dropped.
 pub(crate) struct WakeHub {
     connect: PgConnectOptions,
@@ -30,7 +41,7 @@ pub(crate) struct WakeHub {
 impl WakeHub {
     pub(crate) fn new(connect: PgConnectOptions, schema: String, disabled: bool) -> Self {
         Self {
-            connect,
+            connect: connect.application_name(&listener_application_name(&schema)),
             schema,
             disabled,
             state: Mutex::new(None),

@@ -11,9 +11,10 @@ use docket_core::store::{
     AbandonMode, AbandonPolicy, ClaimedSchedule, ReleaseWake, RunStore, Wakeups,
 };
 use docket_postgres::testing::test_url;
-use docket_postgres::WAKE_CHANNEL;
-use futures::StreamExt;
+use docket_postgres::{listener_application_name, WAKE_CHANNEL};
+use futures::{FutureExt, StreamExt};
 use sqlx::postgres::PgListener;
+use sqlx::{Connection, PgConnection};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -48,6 +49,40 @@ async fn subscribers_get_a_hint_when_a_commit_makes_a_run_due() {
         .await
         .expect("commit");
     next_hint(&mut wakeups).await;
+}
+
+/// §9.8 161: the listener is an isolated fast path. Killing its connection from the server
+/// side disturbs nothing else: it reconnects on its own (announcing itself with a hint), the
+/// store keeps serving, and hints flow again.
+#[tokio::test]
+async fn the_listener_reconnects_after_its_connection_is_killed() {
+    let (store, guard) = open().await;
+    let mut wakeups = store.wakeups().expect("wakeups are offered");
+    next_hint(&mut wakeups).await; // the listener is live
+    let mut admin = PgConnection::connect(&test_url())
+        .await
+        .expect("the PostgreSQL test server must be reachable");
+    let name = listener_application_name(guard.schema());
+    let killed: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+    )
+    .bind(&name)
+    .fetch_all(&mut admin)
+    .await
+    .expect("terminate");
+    assert_eq!(killed, [true], "exactly one listener connection, {name:?}");
+
+    next_hint(&mut wakeups).await; // back, and saying so
+    while wakeups.next().now_or_never().flatten().is_some() {}
+    start(&store, &OwnerScope::Tenantless, "r1", t(0)).await;
+    next_hint(&mut wakeups).await;
+    let listening: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1")
+            .bind(&name)
+            .fetch_one(&mut admin)
+            .await
+            .expect("count");
+    assert_eq!(listening, 1, "one listener again");
 }
 
 /// The next notification about this schema (or the marker) must carry `expected`.

@@ -207,3 +207,34 @@ async fn a_failed_yield_commit_reports_no_committed_yield() {
         assert_eq!(fx.docket.fetch_run(&run.id).await.expect("run"), before);
     }
 }
+
+/// §9.3 56: one claim at a time (concurrency one), an endless cycle that was claimed first
+/// yields at its budget with a wake of *now*, so the shorter run — due since before — is the
+/// older candidate and completes next; the cycle gets its next turn afterwards.
+#[tokio::test]
+async fn at_concurrency_one_an_endless_cycle_yields_and_the_older_due_run_completes() {
+    let fx = VFx::new(budget(Some(3), 3_000));
+    let endless_run = fx.start(&endless(None)).await;
+    fx.clock.advance_millis(1);
+    let short = fx.start(&steps(2)).await;
+    fx.clock.advance_millis(10);
+
+    let lease = fx.claim().await;
+    assert_eq!(lease.run_id, endless_run.id, "the cycle was due first");
+    let drained = fx.drain(lease).await.expect("drain");
+    assert_eq!(drained.budget, Some(BudgetFired::MaxMoments));
+    assert_eq!(
+        fx.info(&endless_run.id).await.wake_at,
+        Some(fx.clock.now()),
+        "yielded: due again at once, but not before the older run"
+    );
+
+    let lease = fx.claim().await;
+    assert_eq!(lease.run_id, short.id, "the older due run is claimed next");
+    let drained = fx.drain(lease).await.expect("drain");
+    assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Terminal));
+    assert_eq!(fx.info(&short.id).await.run.status, RunStatus::Done);
+
+    let lease = fx.claim().await;
+    assert_eq!(lease.run_id, endless_run.id, "the cycle resumes after");
+}

@@ -494,3 +494,102 @@ pub async fn concurrent_first_starts_for_a_new_owner_all_land(env: &Env<'_>) {
     );
     assert!(other.runs.is_empty(), "leaked: {:?}", other.runs);
 }
+
+/// Claims every due run of `store` at `policy.now` (one claimer, until nothing is due).
+async fn claim_all(store: &Arc<dyn Backend>, policy: &ClaimPolicy) -> usize {
+    let mut claimed = 0;
+    loop {
+        let batch = ok(store.claim_due(policy).await, "claim_due");
+        if batch.outcome_count() == 0 {
+            return claimed;
+        }
+        claimed += batch.outcome_count();
+    }
+}
+
+/// Eight concurrent claimers over a mix of every class — ready runs, expired claims to steal
+/// and expired claims out of attempts (to poison) — account for each run exactly once: ready
+/// runs leased at attempt 1, steals at attempt 2, the exhausted runs poisoned, nothing twice.
+pub async fn concurrent_claimers_account_for_a_mix_of_ready_steal_and_poison_exactly_once(
+    env: &Env<'_>,
+) {
+    let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
+    let at = |now: Timestamp| ClaimPolicy {
+        max_claim_attempts: nz(2),
+        ..claim_policy(now, 8)
+    };
+    // Exhausted: claimed at t(0), stolen at t(70 000): two attempts, the maximum.
+    for i in 0..10 {
+        env.start(&graph, &format!("exhausted{i:02}"), t(0)).await;
+    }
+    assert_eq!(claim_all(env.store(), &at(t(0))).await, 10);
+    assert_eq!(claim_all(env.store(), &at(t(70_000))).await, 10);
+    // Orphaned: claimed once at t(70 000), never committed.
+    for i in 0..30 {
+        env.start(&graph, &format!("orphaned{i:02}"), t(70_000))
+            .await;
+    }
+    assert_eq!(claim_all(env.store(), &at(t(70_000))).await, 30);
+    // Ready: due, never claimed.
+    for i in 0..30 {
+        env.start(&graph, &format!("ready{i:02}"), t(100_000)).await;
+    }
+
+    let now = t(140_001); // every claim above is now older than the 60 s TTL
+    let tasks: Vec<_> = (0..8u32)
+        .map(|claimer| {
+            let store = Arc::clone(env.store());
+            let policy = ClaimPolicy {
+                limit: nz(1 + claimer % 4),
+                ..at(now)
+            };
+            tokio::spawn(async move {
+                let (mut leased, mut poisoned) = (Vec::new(), Vec::new());
+                loop {
+                    let batch = ok(store.claim_due(&policy).await, "claim_due");
+                    if batch.outcome_count() == 0 {
+                        return (leased, poisoned);
+                    }
+                    leased.extend(
+                        batch
+                            .leases
+                            .into_iter()
+                            .map(|l| (l.run_id.to_string(), l.claim_attempt)),
+                    );
+                    poisoned.extend(batch.poisoned.into_iter().map(|p| p.run_id.to_string()));
+                }
+            })
+        })
+        .collect();
+    let (mut leased, mut poisoned) = (Vec::new(), Vec::new());
+    for task in tasks {
+        let (l, p) = joined(task).await;
+        leased.extend(l);
+        poisoned.extend(p);
+    }
+    leased.sort();
+    poisoned.sort();
+    let expected_leases: Vec<(String, u32)> = (0..30)
+        .map(|i| (format!("orphaned{i:02}"), 2))
+        .chain((0..30).map(|i| (format!("ready{i:02}"), 1)))
+        .collect();
+    assert_eq!(
+        leased, expected_leases,
+        "each steal and each ready run leased once"
+    );
+    let expected_poisons: Vec<String> = (0..10).map(|i| format!("exhausted{i:02}")).collect();
+    assert_eq!(
+        poisoned, expected_poisons,
+        "each exhausted run poisoned once"
+    );
+    for id in &expected_poisons {
+        let info = env.inspect(&rid(id)).await;
+        assert_eq!(
+            info.poison.map(|p| (p.poisoned_at, p.reason)),
+            Some((now, PoisonReason::MaxClaimAttemptsExceeded)),
+            "{id}"
+        );
+        assert_eq!((info.wake_at, info.claimed_at), (None, None), "{id}");
+    }
+    assert_eq!(claim_all(env.store(), &at(now)).await, 0, "nothing left");
+}
