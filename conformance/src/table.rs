@@ -117,6 +117,7 @@ macro_rules! __case_table {
                 demand_one_without_preference_takes_the_oldest_eligible,
                 alternating_demand_one_preferences_drain_both_classes,
                 a_released_run_is_ordered_by_its_release_time,
+                many_fresh_claims_never_hide_a_due_ready_run,
                 max_attempts_one_allows_one_launch_then_poisons,
                 max_attempts_two_allows_two_launches_then_poisons,
                 max_attempts_three_allows_three_launches_then_poisons,

@@ -63,3 +63,41 @@ async fn no_op_and_rejected_row_locking_calls_leave_the_row_unlocked() {
     let lease = claim_one(&store, t(2)).await;
     assert_eq!(lease.run_id, run.id);
 }
+
+/// §9.5 122: rows another session holds locked are skipped, never waited for, and the claim
+/// still fills its demand from the due rows after them (lock-then-rank, not rank-then-lock:
+/// ranking the first page before locking would come back short).
+#[tokio::test]
+async fn a_claim_skips_rows_locked_elsewhere_and_still_fills_its_demand() {
+    let (store, guard) = open().await;
+    for i in 0..12 {
+        start(&store, &OwnerScope::Tenantless, &format!("r{i:02}"), t(i)).await;
+    }
+    let mut other = PgConnection::connect(&test_url()).await.expect("connect");
+    let mut tx = other.begin().await.expect("begin");
+    let locked: Vec<String> = sqlx::query_scalar(&format!(
+        "SELECT run_id FROM {}.runs ORDER BY wake_at, run_id LIMIT 5 FOR UPDATE",
+        guard.schema()
+    ))
+    .fetch_all(&mut *tx)
+    .await
+    .expect("lock the first page");
+    assert_eq!(locked, ["r00", "r01", "r02", "r03", "r04"]);
+
+    let batch = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        store.claim_due(&policy(t(100), 5)),
+    )
+    .await
+    .expect("the claim does not wait for the locked rows")
+    .expect("claim");
+    assert_eq!(lease_ids(&batch), ["r05", "r06", "r07", "r08", "r09"]);
+
+    tx.rollback().await.expect("rollback");
+    let rest = store.claim_due(&policy(t(100), 10)).await.expect("claim");
+    assert_eq!(
+        lease_ids(&rest),
+        ["r00", "r01", "r02", "r03", "r04", "r10", "r11"],
+        "the once-locked rows are claimed once free"
+    );
+}

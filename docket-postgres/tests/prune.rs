@@ -191,3 +191,51 @@ async fn a_pass_skips_while_another_pruner_holds_the_lock() {
         1
     );
 }
+
+/// §9.8 168: a terminal run another session holds locked is skipped, not waited for, and
+/// the rest of the pass still commits; the next pass takes it once it is free.
+#[tokio::test]
+async fn a_locked_old_run_is_skipped_and_pruned_by_a_later_pass() {
+    let (store, guard) = open().await;
+    let owner = OwnerScope::Tenantless;
+    for id in ["held", "free"] {
+        let run = start(&store, &owner, id, t(0)).await;
+        finish(&store, &run, t(100), t(150)).await;
+    }
+    let mut other = testing::pool(&store).begin().await.expect("begin");
+    sqlx::query(&format!(
+        "SELECT 1 FROM {}.runs WHERE run_id = 'held' FOR UPDATE",
+        guard.schema()
+    ))
+    .execute(&mut *other)
+    .await
+    .expect("lock");
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        store.prune(&prune_policy(10)),
+    )
+    .await
+    .expect("the pass does not wait for the locked row")
+    .expect("prune");
+    assert_eq!(report.runs_deleted, 1, "{report:?}");
+    assert!(store.fetch_run(&SYSTEM, &rid("held")).await.is_ok());
+    assert_eq!(
+        store
+            .fetch_run(&SYSTEM, &rid("free"))
+            .await
+            .expect_err("pruned")
+            .kind(),
+        StoreErrorKind::NotFound
+    );
+    other.rollback().await.expect("release");
+    let later = store.prune(&prune_policy(10)).await.expect("prune");
+    assert_eq!(later.runs_deleted, 1, "{later:?}");
+    assert_eq!(
+        store
+            .fetch_run(&SYSTEM, &rid("held"))
+            .await
+            .expect_err("pruned")
+            .kind(),
+        StoreErrorKind::NotFound
+    );
+}

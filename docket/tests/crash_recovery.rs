@@ -123,3 +123,71 @@ async fn a_killed_worker_is_recovered_by_another_on_sqlite() {
         survivor_stats.snapshot()
     );
 }
+
+/// §9.3 47: killed after its first superstep committed, a vehicle leaves its claim; the steal
+/// is attempt 1 (the commit handed the attempts back), the run resumes from the last
+/// committed moment, and the writer that committed before the kill never runs again.
+#[tokio::test]
+async fn a_vehicle_killed_after_a_commit_is_resumed_from_it_and_the_steal_is_attempt_one() {
+    let fx = VFx::new(WorkerConfig::default());
+    let graph = serde_json::json!({
+        "schema_version": 1, "id": "write_then_nap",
+        "fields": {
+            "written": {"schema": {"type": "boolean"}},
+            "slept": {"schema": {"type": "boolean"}}
+        },
+        "outputs": {"written": {}, "slept": {}},
+        "nodes": {
+            "writer": {"implementation": "std.set", "config": {"values": {"written": true}}},
+            "nap": {"implementation": "std.sleep_ms", "config": {"ms": 1_500, "values": {"slept": true}}}
+        },
+        "edges": {
+            "begin": {"from": "$start", "to": "writer"},
+            "then": {"from": "writer", "to": "nap"},
+            "end": {"from": "nap", "to": "$finish"}
+        }
+    });
+    let run = fx.start(&graph).await;
+    let lease = fx.claim().await;
+    assert_eq!(lease.claim_attempt, 1);
+    let vehicle = fx.vehicle();
+    let task = tokio::spawn(async move { vehicle.drain(lease).await });
+    // The writer's superstep commits; the vehicle then sleeps in `nap`: kill it there.
+    poll_until(Duration::from_secs(5), || {
+        Scripted::count(&fx.store.claimed_commits) >= 1
+    })
+    .await;
+    task.abort();
+    let _ = task.await;
+    let info = fx.info(&run.id).await;
+    assert!(info.is_claimed(), "the claim outlives the killed vehicle");
+    assert_eq!(
+        info.run.checkpoint_seq,
+        run.checkpoint_seq + 1,
+        "the writer's moment"
+    );
+    assert_eq!(
+        info.claim_attempts, 0,
+        "committed progress handed the attempt back"
+    );
+
+    fx.clock.advance_millis(60_001);
+    let steal = fx.claim().await;
+    assert_eq!(steal.claim_attempt, 1, "the steal is attempt 1");
+    assert_eq!(steal.checkpoint_seq, info.run.checkpoint_seq);
+    let drained = fx.drain(steal).await.expect("drain");
+    assert!(drained.outcome.is_parked(), "{:?}", drained.outcome);
+
+    let done = fx.info(&run.id).await;
+    assert_eq!(done.run.status, RunStatus::Done);
+    let events = fx.events(&run.id).await;
+    assert!(check_history(&done.run, &events).is_empty());
+    let writer_completions = events
+        .iter()
+        .filter(|e| {
+            e.event_type == docket::core::model::EventType::NodeCompleted
+                && e.node_id.as_deref() == Some("writer")
+        })
+        .count();
+    assert_eq!(writer_completions, 1, "the writer completed exactly once");
+}

@@ -370,3 +370,30 @@ async fn polls_above_demand_one_carry_the_preference_but_never_flip_it() {
     );
     worker.shutdown().await;
 }
+
+/// §9.8 166: a wake hint is a fast path. With a one-minute poll interval, a run started after
+/// the worker's first poll is claimed and finished within seconds, because the store's hint
+/// makes the dispatcher poll at once.
+#[tokio::test]
+async fn a_wake_hint_gets_a_new_run_claimed_long_before_the_poll_interval() {
+    let fx = fx(2);
+    let worker = Worker::builder(fx.docket.engine()).start();
+    poll_until(LIMIT, || Scripted::count(&fx.store.claims) >= 1).await;
+    poll_until(LIMIT, || worker.stats().snapshot().polls >= 1).await;
+    let run = fx.start(&steps(2)).await;
+    let started = std::time::Instant::now();
+    let mut status = RunStatus::Running;
+    while status != RunStatus::Done {
+        assert!(
+            started.elapsed() < LIMIT,
+            "not finished {LIMIT:?} after its start (poll interval 60 s): {status:?}"
+        );
+        tokio::task::yield_now().await;
+        status = fx.info(&run.id).await.run.status;
+    }
+    assert!(
+        worker.stats().snapshot().polls >= 2,
+        "the hint caused a poll"
+    );
+    worker.shutdown().await;
+}

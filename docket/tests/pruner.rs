@@ -44,3 +44,47 @@ async fn the_pruner_deletes_terminal_runs_past_retention_and_keeps_live_ones() {
     ));
     assert!(fx.docket.fetch_run(&live.id).await.is_ok());
 }
+
+/// §9.8 168: the pass at start is not the only one — a run that finishes and ages past
+/// retention afterwards is deleted by a later pass, one interval on.
+#[tokio::test]
+async fn the_pruner_passes_again_every_interval() {
+    let fx = VFx::new(WorkerConfig {
+        pruner: Some(PrunerConfig {
+            interval_ms: 50,
+            event_retention_ms: 1_000,
+            run_retention_ms: 1_000,
+            batch_size: 100,
+        }),
+        ..WorkerConfig::default()
+    });
+    let worker = Worker::start(fx.docket.engine());
+    let run = fx.start(&steps(1)).await;
+    let done = fx
+        .docket
+        .await_run(
+            &run.id,
+            docket::AwaitOptions {
+                timeout: Duration::from_secs(5),
+                poll_interval: Duration::from_millis(10),
+            },
+        )
+        .await
+        .expect("the worker finishes the run");
+    assert!(done.status.is_terminal());
+    // Only now is it past retention, so only a pass after this point can delete it.
+    fx.clock.advance_millis(2_000);
+    support::poll_until(Duration::from_secs(5), || {
+        fx.store
+            .inner
+            .raw_snapshot()
+            .lines()
+            .all(|line| !line.contains(run.id.as_str()))
+    })
+    .await;
+    worker.shutdown().await;
+    assert!(matches!(
+        fx.docket.fetch_run(&run.id).await,
+        Err(DocketError::NotFound)
+    ));
+}

@@ -496,7 +496,7 @@ pub async fn concurrent_first_starts_for_a_new_owner_all_land(env: &Env<'_>) {
 }
 
 /// Claims every due run of `store` at `policy.now` (one claimer, until nothing is due).
-async fn claim_all(store: &Arc<dyn Backend>, policy: &ClaimPolicy) -> usize {
+async fn claim_until_none(store: &Arc<dyn Backend>, policy: &ClaimPolicy) -> usize {
     let mut claimed = 0;
     loop {
         let batch = ok(store.claim_due(policy).await, "claim_due");
@@ -522,14 +522,14 @@ pub async fn concurrent_claimers_account_for_a_mix_of_ready_steal_and_poison_exa
     for i in 0..10 {
         env.start(&graph, &format!("exhausted{i:02}"), t(0)).await;
     }
-    assert_eq!(claim_all(env.store(), &at(t(0))).await, 10);
-    assert_eq!(claim_all(env.store(), &at(t(70_000))).await, 10);
+    assert_eq!(claim_until_none(env.store(), &at(t(0))).await, 10);
+    assert_eq!(claim_until_none(env.store(), &at(t(70_000))).await, 10);
     // Orphaned: claimed once at t(70 000), never committed.
     for i in 0..30 {
         env.start(&graph, &format!("orphaned{i:02}"), t(70_000))
             .await;
     }
-    assert_eq!(claim_all(env.store(), &at(t(70_000))).await, 30);
+    assert_eq!(claim_until_none(env.store(), &at(t(70_000))).await, 30);
     // Ready: due, never claimed.
     for i in 0..30 {
         env.start(&graph, &format!("ready{i:02}"), t(100_000)).await;
@@ -591,5 +591,9 @@ pub async fn concurrent_claimers_account_for_a_mix_of_ready_steal_and_poison_exa
         );
         assert_eq!((info.wake_at, info.claimed_at), (None, None), "{id}");
     }
-    assert_eq!(claim_all(env.store(), &at(now)).await, 0, "nothing left");
+    assert_eq!(
+        claim_until_none(env.store(), &at(now)).await,
+        0,
+        "nothing left"
+    );
 }

@@ -1,6 +1,6 @@
 //! Test support (feature `testing`): the conformance-suite [`Harness`](docket_conformance::Harness)
 //! for PostgreSQL ([`PostgresHarness`]) and SQL helpers that tests need (raw snapshots,
-//! corruption, the operational row with its token, bulk fills).
+//! corruption, the operational row with its token, bulk fills, judging the claim plan).
 //!
 //! Each harness case gets its own schema `docket_t_<uuid>`, dropped (CASCADE) after its
 //! [`SchemaGuard`] is dropped. The server is found through `DOCKET_TEST_POSTGRES_URL`
@@ -8,6 +8,7 @@
 
 mod bulk;
 mod harness;
+mod plan;
 
 use docket_core::model::{GraphRef, OperationalState, OwnerScope, RunId, Scope};
 use docket_core::store::StoreError;
@@ -20,6 +21,7 @@ use crate::store::{scope_binds, PostgresStore};
 
 pub use bulk::{bulk_insert_runs, BulkRuns};
 pub use harness::{fresh_schema_name, test_url, PostgresHarness, SchemaGuard, DEFAULT_TEST_URL};
+pub use plan::{claim_plan_problems, CLAIM_INDEXES};
 
 /// The store's pool, for tests that need raw SQL.
 #[must_use]

@@ -1,5 +1,6 @@
-//! `Scripted`: a store layer (`Layered<Scripted>` is the `Backend`) over the memory store that counts calls, records claim
-//! policies and injects commit failures, ambiguous commits, claim errors and blocked claims.
+//! `Scripted`: a store layer (`Layered<Scripted>` is the `Backend`) over the memory store
+//! that counts calls, records claim policies and injects commit failures, ambiguous commits,
+//! claim errors and blocked claims.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -181,3 +181,30 @@ pub async fn a_released_run_is_ordered_by_its_release_time(env: &Env<'_>) {
     let batch = env.claim_all(&claim_policy(t(20), 10)).await;
     assert_eq!(leased(&batch), ["b", "a"]);
 }
+
+/// Many fresh (unexpired) claims, more than any demand, never hide a due ready run: they are
+/// not candidates, so they neither fill the batch nor push the ready run past the limit.
+pub async fn many_fresh_claims_never_hide_a_due_ready_run(env: &Env<'_>) {
+    let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
+    for i in 0..20 {
+        due_at(env, &graph, &format!("held{i:02}"), i).await;
+    }
+    for i in 0..20 {
+        assert_eq!(env.claim(t(20)).await.run_id, rid(&format!("held{i:02}")));
+    }
+    for (n, limit) in [1u32, 2, 5].into_iter().enumerate() {
+        let id = format!("late{n}");
+        due_at(env, &graph, &id, 30 + i64::from(limit)).await;
+        let batch = env.claim_all(&claim_policy(t(40), limit)).await;
+        assert_eq!(leased(&batch), [id.as_str()], "limit {limit}");
+        assert!(batch.poisoned.is_empty());
+    }
+    for i in 0..20 {
+        let info = env.inspect(&rid(&format!("held{i:02}"))).await;
+        assert_eq!(
+            (info.claimed_at, info.claim_attempts),
+            (Some(t(20)), 1),
+            "held{i:02} untouched"
+        );
+    }
+}
