@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod scripted;
+pub mod telemetry;
 
 use std::sync::Arc;
 

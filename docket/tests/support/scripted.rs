@@ -39,6 +39,7 @@ pub struct Scripted {
     pub graph_fetches: AtomicU32,
     commit_scripts: Mutex<VecDeque<CommitScript>>,
     claim_errors: AtomicU32,
+    claim_panics: AtomicU32,
     /// Claim policies seen, in order.
     pub policies: Mutex<Vec<ClaimPolicy>>,
     /// When set, every claim waits for a permit first.
@@ -68,6 +69,11 @@ impl Scripted {
 
     pub fn fail_next_claims(&self, n: u32) {
         self.claim_errors.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` claims panic (a broken store), after counting themselves.
+    pub fn panic_next_claims(&self, n: u32) {
+        self.claim_panics.store(n, Ordering::SeqCst);
     }
 
     /// Makes claims wait for permits of the returned semaphore (none yet).
@@ -144,6 +150,11 @@ impl StoreLayer for Scripted {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok();
         guard.1 = true;
+        let panic = self
+            .claim_panics
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        assert!(!panic, "injected claim panic");
         if fail {
             return Err(StoreError::retryable(Message(
                 "injected claim failure".into(),
