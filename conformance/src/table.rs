@@ -249,6 +249,7 @@ macro_rules! __case_table {
                 concurrent_initializes_of_one_run_id_have_one_winner,
                 concurrent_first_starts_for_a_new_owner_all_land,
                 concurrent_claimers_account_for_a_mix_of_ready_steal_and_poison_exactly_once,
+                event_pages_stay_coherent_while_commits_append,
             }
             bad_input {
                 ids_with_control_characters_are_refused_when_built,

@@ -13,7 +13,7 @@ use docket::core::model::{
     CheckpointType, Clock, GraphHash, GraphRef, RunStatus, TenantId, ValueMap,
 };
 use docket::core::runtime::{ErrorKind, ParkKind};
-use docket::core::store::StoreError;
+use docket::core::store::{ClaimClass, StoreError};
 use docket::engine::{DrainOutcome, WorkerConfig};
 use docket::{AwaitOptions, DocketError, StartOptions, TestingMode};
 
@@ -377,30 +377,36 @@ async fn manual_testing_advances_only_through_bounded_drain_runs() {
 
 #[tokio::test]
 async fn manual_drains_preserve_retry_attempt_state_across_separate_claims() {
-    let fx = Fx::manual();
-    let graph_ref = fx
-        .docket
-        .save_graph_json(&flaky(2, 3, 100).to_string())
-        .await
-        .expect("save");
-    let run = fx
-        .docket
-        .start_run(&graph_ref, ValueMap::new(), StartOptions::default())
-        .await
-        .expect("start");
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&flaky(2, 3, 100)).await;
     let mut attempts = Vec::new();
     for _ in 0..3 {
         fx.docket.drain_runs(1).await.expect("drain");
-        let info = fx.docket.inspect_run(&run.id).await.expect("inspect");
+        let info = fx.info(&run.id).await;
         attempts.push(info.run.active_tasks.values().map(|t| t.attempt).next());
         if let Some(wake) = info.wake_at {
             fx.clock.set(wake);
         }
     }
     assert_eq!(attempts, vec![Some(2), Some(3), None]);
+    assert_eq!(fx.info(&run.id).await.run.status, RunStatus::Done);
+    // Each single-run drain is one successful demand-1 scan, so the preferred class
+    // alternates: ready, expired, ready.
+    let preferences: Vec<_> = fx
+        .store
+        .policies
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|p| (p.limit.get(), p.preference))
+        .collect();
     assert_eq!(
-        fx.docket.fetch_run(&run.id).await.expect("run").status,
-        RunStatus::Done
+        preferences,
+        [
+            (1, Some(ClaimClass::Ready)),
+            (1, Some(ClaimClass::Expired)),
+            (1, Some(ClaimClass::Ready))
+        ]
     );
 }
 

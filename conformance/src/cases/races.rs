@@ -597,3 +597,76 @@ pub async fn concurrent_claimers_account_for_a_mix_of_ready_steal_and_poison_exa
         "nothing left"
     );
 }
+
+/// Event pages read while commits append stay coherent: every page is gapless from its
+/// cursor, and its bounds, `has_more` and `latest_seq` come from one snapshot (the newest
+/// retained event is the run's `event_seq`, because both are written by one commit). Paging
+/// to the end afterwards yields every seq exactly once.
+pub async fn event_pages_stay_coherent_while_commits_append(env: &Env<'_>) {
+    const MOMENTS: usize = 30;
+    let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
+    let run = env.start(&graph, "appending", t(0)).await;
+    let writer = {
+        let store = Arc::clone(env.store());
+        let mut current = run.clone();
+        tokio::spawn(async move {
+            for i in 0..MOMENTS {
+                let at = t(10 + i as i64);
+                let moment = moment_to(&current, RunStatus::Running, at);
+                current = ok(
+                    store
+                        .commit_unclaimed(
+                            &Scope::System,
+                            current.checkpoint_seq,
+                            unclaimed_commit(&moment, at),
+                            moment.events,
+                        )
+                        .await,
+                    "commit_unclaimed",
+                );
+                tokio::task::yield_now().await;
+            }
+            current.event_seq
+        })
+    };
+    let store = Arc::clone(env.store());
+    let (mut after, mut seen, mut pages) = (0u64, Vec::new(), 0usize);
+    loop {
+        // Checked before the read: a page read after the writer finished sees every event.
+        let writer_done = writer.is_finished();
+        let page = ok(
+            store
+                .list_events(&Scope::System, &run.id, &event_query(after, 3))
+                .await,
+            "list_events",
+        );
+        pages += 1;
+        let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
+        let expected: Vec<u64> = (after + 1..).take(seqs.len()).collect();
+        assert_eq!(
+            seqs, expected,
+            "page after {after}: gapless from the cursor"
+        );
+        assert_eq!(page.next_after_seq, seqs.last().copied().unwrap_or(after));
+        assert_eq!(page.oldest_available_seq, Some(1), "page after {after}");
+        assert_eq!(
+            page.latest_available_seq,
+            Some(page.latest_seq),
+            "page after {after}: bounds and latest_seq from one snapshot"
+        );
+        assert_eq!(
+            page.has_more,
+            page.latest_seq > page.next_after_seq,
+            "page after {after}: {page:?}"
+        );
+        seen.extend(seqs);
+        after = page.next_after_seq;
+        if writer_done && !page.has_more {
+            break;
+        }
+        assert!(pages < 10_000, "paging never reached the end");
+        tokio::task::yield_now().await;
+    }
+    let final_seq = joined(writer).await;
+    assert_eq!(seen, (1..=final_seq).collect::<Vec<_>>());
+}

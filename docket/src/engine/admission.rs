@@ -83,4 +83,65 @@ mod tests {
         let _: Result<(), ()> = phase.run(3, |_| async { Ok(()) }).await;
         assert_eq!(phase.preference().await, ClaimClass::Expired);
     }
+
+    #[tokio::test]
+    async fn concurrent_scans_run_one_at_a_time() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use std::sync::Arc;
+
+        let phase = Arc::new(AdmissionPhase::new());
+        let (inside, most) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+        let scans: Vec<_> = (0..8)
+            .map(|_| {
+                let (phase, inside, most) = (phase.clone(), inside.clone(), most.clone());
+                tokio::spawn(async move {
+                    phase
+                        .run(1, |p| async move {
+                            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(now, Ordering::SeqCst);
+                            // Give every other scan the chance to enter, were it allowed to.
+                            for _ in 0..10 {
+                                tokio::task::yield_now().await;
+                            }
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                            Ok::<_, ()>(p)
+                        })
+                        .await
+                })
+            })
+            .collect();
+        let mut seen = Vec::new();
+        for scan in scans {
+            seen.push(scan.await.expect("joined").expect("ok"));
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 1, "never two scans at once");
+        // Serialized demand-1 successes alternate strictly: four of each class.
+        let ready = seen.iter().filter(|c| **c == ClaimClass::Ready).count();
+        assert_eq!((ready, seen.len() - ready), (4, 4));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_scan_releases_the_phase_without_advancing_it() {
+        let phase = AdmissionPhase::new();
+        let (entered_tx, entered_rx) = tokio::sync::oneshot::channel::<()>();
+        {
+            let scan = phase.run(1, |_| async move {
+                let _ = entered_tx.send(());
+                std::future::pending::<Result<(), ()>>().await
+            });
+            tokio::pin!(scan);
+            tokio::select! {
+                _ = &mut scan => panic!("the scan never finishes"),
+                _ = entered_rx => {}
+            }
+            // `scan` is dropped here, mid-scan, like a killed caller.
+        }
+        let preference =
+            tokio::time::timeout(std::time::Duration::from_secs(5), phase.preference())
+                .await
+                .expect("the dropped scan released the phase");
+        assert_eq!(preference, ClaimClass::Ready, "and did not advance it");
+        let next: Result<ClaimClass, ()> = phase.run(1, |p| async move { Ok(p) }).await;
+        assert_eq!(next, Ok(ClaimClass::Ready));
+    }
 }
