@@ -5,11 +5,25 @@ mod support;
 
 use std::time::Duration;
 
+use docket::core::model::RunId;
 use docket::engine::{PrunerConfig, Worker, WorkerConfig};
 use docket::DocketError;
 
 use support::graphs::steps;
 use support::VFx;
+
+/// Polls (5 s deadline) until no stored row mentions `run_id`: the pruner deleted the run
+/// with its events.
+async fn wait_until_gone(fx: &VFx, run_id: &RunId) {
+    support::poll_until(Duration::from_secs(5), || {
+        fx.store
+            .inner
+            .raw_snapshot()
+            .lines()
+            .all(|line| !line.contains(run_id.as_str()))
+    })
+    .await;
+}
 
 #[tokio::test]
 async fn the_pruner_deletes_terminal_runs_past_retention_and_keeps_live_ones() {
@@ -29,14 +43,7 @@ async fn the_pruner_deletes_terminal_runs_past_retention_and_keeps_live_ones() {
     fx.clock.advance_millis(60_000);
     // The worker may drain the live run meanwhile; the pruner's first pass runs at start.
     let worker = Worker::start(fx.docket.engine());
-    support::poll_until(Duration::from_secs(5), || {
-        fx.store
-            .inner
-            .raw_snapshot()
-            .lines()
-            .all(|line| !line.contains(finished.id.as_str()))
-    })
-    .await;
+    wait_until_gone(&fx, &finished.id).await;
     worker.shutdown().await;
     assert!(matches!(
         fx.docket.fetch_run(&finished.id).await,
@@ -74,14 +81,7 @@ async fn the_pruner_passes_again_every_interval() {
     assert!(done.status.is_terminal());
     // Only now is it past retention, so only a pass after this point can delete it.
     fx.clock.advance_millis(2_000);
-    support::poll_until(Duration::from_secs(5), || {
-        fx.store
-            .inner
-            .raw_snapshot()
-            .lines()
-            .all(|line| !line.contains(run.id.as_str()))
-    })
-    .await;
+    wait_until_gone(&fx, &run.id).await;
     worker.shutdown().await;
     assert!(matches!(
         fx.docket.fetch_run(&run.id).await,
