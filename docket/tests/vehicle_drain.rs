@@ -344,3 +344,27 @@ async fn an_attempt_timeout_commits_durable_retry_state_and_releases_the_claim()
         "not due before its deadline"
     );
 }
+
+/// §9.2 31: the launcher the dispatcher uses hands back the whole drain as one future: nothing
+/// runs until it is polled (the dispatcher spawns it on its task set), and polled to the end
+/// it drains the claimed run to its park.
+#[tokio::test]
+async fn the_vehicle_launcher_returns_the_drain_as_a_future_the_caller_runs() {
+    use docket::engine::{Launcher, VehicleLauncher};
+
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&steps(2)).await;
+    let lease = fx.claim().await;
+    let launched = VehicleLauncher::new(fx.vehicle())
+        .launch(lease)
+        .expect("a vehicle launch never refuses");
+    assert_eq!(
+        fx.info(&run.id).await.run.checkpoint_seq,
+        run.checkpoint_seq,
+        "nothing ran before the future was polled"
+    );
+    tokio::spawn(launched).await.expect("the drain task ends");
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run.status, RunStatus::Done);
+    assert!(!info.is_claimed());
+}
