@@ -262,14 +262,7 @@ async fn a_poisoned_await_halts_immediately_and_retry_clears_the_poison() {
         max_claim_attempts: 1,
         ..WorkerConfig::default()
     });
-    let run = fx.start(&steps(1)).await;
-    let lease = fx.claim().await;
-    use docket::core::store::RunStore;
-    fx.store
-        .inner
-        .release_claim(&lease.run_id, &lease.claim_token, fx.clock.now())
-        .await
-        .expect("release");
+    let run = fx.start_with_an_attempt_spent(&steps(1)).await;
     let summary = fx.docket.drain_runs(1).await.expect("drain");
     assert_eq!(summary.poisoned.len(), 1);
     let err = fx
@@ -416,14 +409,7 @@ async fn poison_admission_consumes_a_bounded_slot_and_the_drain_continues_to_lat
         max_claim_attempts: 1,
         ..WorkerConfig::default()
     });
-    let doomed = fx.start(&steps(1)).await;
-    let lease = fx.claim().await;
-    use docket::core::store::RunStore;
-    fx.store
-        .inner
-        .release_claim(&lease.run_id, &lease.claim_token, fx.clock.now())
-        .await
-        .expect("release");
+    let doomed = fx.start_with_an_attempt_spent(&steps(1)).await;
     fx.clock.advance_millis(1);
     let healthy = fx.start(&steps(1)).await;
     let summary = fx.docket.drain_runs(2).await.expect("drain");

@@ -247,6 +247,20 @@ impl VFx {
             .expect("the drain ends without error")
     }
 
+    /// Starts a run of `graph` and spends one claim attempt on it without launching (claim,
+    /// then release), so under `max_claim_attempts: 1` its next claim poisons it.
+    pub async fn start_with_an_attempt_spent(&self, graph: &Value) -> Run {
+        let run = self.start(graph).await;
+        let lease = self.claim().await;
+        assert_eq!(lease.run_id, run.id);
+        self.store
+            .inner
+            .release_claim(&lease.run_id, &lease.claim_token, self.clock.now())
+            .await
+            .expect("release");
+        run
+    }
+
     pub async fn info(&self, run_id: &RunId) -> RunInfo {
         self.docket.inspect_run(run_id).await.expect("inspect")
     }

@@ -4,12 +4,24 @@
 use crate::cases::prelude::*;
 
 /// A claimed commit of `moment` under `token`, expecting `expected`.
-fn commit_on(
+/// Commits `moment` under `token` at `now` and asserts it is refused with `kind`, leaving the
+/// store byte-identical ([`Env::rejected`]).
+async fn reject_claimed(
+    env: &Env<'_>,
+    kind: K,
     moment: &docket_core::runtime::Moment,
     token: &ClaimToken,
     now: Timestamp,
-) -> ClaimedCommit {
-    claimed_commit(moment, token, now)
+) {
+    env.rejected(
+        kind,
+        env.store().commit_claimed(
+            &Scope::System,
+            claimed_commit(moment, token, now),
+            moment.events.clone(),
+        ),
+    )
+    .await;
 }
 
 /// A commit with the current seq and token returns the proposed run at seq + 1, and reads
@@ -21,7 +33,7 @@ pub async fn a_current_claimed_commit_advances_the_seq_and_reads_back_exactly(en
         env.store()
             .commit_claimed(
                 &Scope::System,
-                commit_on(&moment, &c.lease.claim_token, t(20)),
+                claimed_commit(&moment, &c.lease.claim_token, t(20)),
                 moment.events.clone(),
             )
             .await,
@@ -57,15 +69,7 @@ pub async fn a_current_claimed_commit_advances_the_seq_and_reads_back_exactly(en
 pub async fn a_wrong_token_is_stale_and_stores_nothing(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let moment = moment_to(&c.run, RunStatus::Running, t(20));
-    env.rejected(
-        K::StaleCheckpoint,
-        env.store().commit_claimed(
-            &Scope::System,
-            commit_on(&moment, &ClaimToken::mint(), t(20)),
-            moment.events.clone(),
-        ),
-    )
-    .await;
+    reject_claimed(env, K::StaleCheckpoint, &moment, &ClaimToken::mint(), t(20)).await;
     assert_eq!(env.fetch(&c.run.id).await, c.run);
 }
 
@@ -79,7 +83,7 @@ pub async fn a_superseded_token_is_stale_and_the_new_holder_commits(env: &Env<'_
         K::StaleCheckpoint,
         env.store().commit_claimed(
             &Scope::System,
-            commit_on(&moment, &c.lease.claim_token, t(70_000)),
+            claimed_commit(&moment, &c.lease.claim_token, t(70_000)),
             moment.events.clone(),
         ),
     )
@@ -101,15 +105,7 @@ pub async fn a_claimed_commit_on_an_unclaimed_run_is_stale(env: &Env<'_>) {
     );
     let moment = moment_to(&c.run, RunStatus::Running, t(20));
     for token in [c.lease.claim_token.clone(), ClaimToken::mint()] {
-        env.rejected(
-            K::StaleCheckpoint,
-            env.store().commit_claimed(
-                &Scope::System,
-                commit_on(&moment, &token, t(20)),
-                moment.events.clone(),
-            ),
-        )
-        .await;
+        reject_claimed(env, K::StaleCheckpoint, &moment, &token, t(20)).await;
     }
 }
 
@@ -117,7 +113,7 @@ pub async fn a_claimed_commit_on_an_unclaimed_run_is_stale(env: &Env<'_>) {
 pub async fn replaying_a_committed_claimed_proposal_is_stale(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let moment = moment_to(&c.run, RunStatus::Running, t(20));
-    let proposal = commit_on(&moment, &c.lease.claim_token, t(20));
+    let proposal = claimed_commit(&moment, &c.lease.claim_token, t(20));
     assert_eq!(proposal.schedule, ClaimedSchedule::RetainClaim);
     ok(
         env.store()
@@ -146,13 +142,12 @@ pub async fn a_commit_built_on_a_past_seq_is_stale(env: &Env<'_>) {
         event.seq = committed.event_seq + 1 + i as u64;
     }
     outdated.run.event_seq = committed.event_seq + outdated.events.len() as u64;
-    env.rejected(
+    reject_claimed(
+        env,
         K::StaleCheckpoint,
-        env.store().commit_claimed(
-            &Scope::System,
-            commit_on(&outdated, &c.lease.claim_token, t(30)),
-            outdated.events.clone(),
-        ),
+        &outdated,
+        &c.lease.claim_token,
+        t(30),
     )
     .await;
 }
@@ -162,13 +157,12 @@ pub async fn a_commit_built_on_a_future_seq_is_stale(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let ahead = moment_to(&c.run, RunStatus::Running, t(20));
     let beyond = moment_to(&ahead.run, RunStatus::Running, t(21));
-    env.rejected(
+    reject_claimed(
+        env,
         K::StaleCheckpoint,
-        env.store().commit_claimed(
-            &Scope::System,
-            commit_on(&beyond, &c.lease.claim_token, t(21)),
-            beyond.events.clone(),
-        ),
+        &beyond,
+        &c.lease.claim_token,
+        t(21),
     )
     .await;
 }
@@ -177,7 +171,7 @@ pub async fn a_commit_built_on_a_future_seq_is_stale(env: &Env<'_>) {
 pub async fn a_seq_skip_is_an_invalid_transition(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let moment = moment_to(&c.run, RunStatus::Running, t(20));
-    let mut proposal = commit_on(&moment, &c.lease.claim_token, t(20));
+    let mut proposal = claimed_commit(&moment, &c.lease.claim_token, t(20));
     proposal.run.checkpoint_seq = proposal.expected_seq + 3;
     env.rejected(
         K::InvalidTransition,
@@ -192,15 +186,7 @@ pub async fn a_claimed_commit_for_an_unknown_run_is_not_found(env: &Env<'_>) {
     let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
     let ghost = init_moment(&graph, &rid("ghost"), ValueMap::new(), t(0));
     let moment = moment_to(&ghost.run, RunStatus::Running, t(20));
-    env.rejected(
-        K::NotFound,
-        env.store().commit_claimed(
-            &Scope::System,
-            commit_on(&moment, &ClaimToken::mint(), t(20)),
-            moment.events.clone(),
-        ),
-    )
-    .await;
+    reject_claimed(env, K::NotFound, &moment, &ClaimToken::mint(), t(20)).await;
 }
 
 /// A holder committing in another tenant's scope gets not found (concealment), even with
@@ -213,7 +199,7 @@ pub async fn a_claimed_commit_in_another_tenants_scope_is_not_found(env: &Env<'_
             K::NotFound,
             env.store().commit_claimed(
                 &scope,
-                commit_on(&moment, &c.lease.claim_token, t(20)),
+                claimed_commit(&moment, &c.lease.claim_token, t(20)),
                 moment.events.clone(),
             ),
         )
@@ -233,7 +219,7 @@ pub async fn a_cross_tenant_commit_with_a_wrong_identity_is_still_not_found(env:
         K::NotFound,
         env.store().commit_claimed(
             &tenant_scope("b"),
-            commit_on(&moment, &c.lease.claim_token, t(20)),
+            claimed_commit(&moment, &c.lease.claim_token, t(20)),
             moment.events.clone(),
         ),
     )
@@ -248,7 +234,7 @@ pub async fn a_claimed_commit_in_the_owners_scope_succeeds(env: &Env<'_>) {
         env.store()
             .commit_claimed(
                 &Scope::from(&c.lease.owner),
-                commit_on(&moment, &c.lease.claim_token, t(20)),
+                claimed_commit(&moment, &c.lease.claim_token, t(20)),
                 moment.events.clone(),
             )
             .await,
@@ -261,13 +247,12 @@ async fn rejects_identity_change(env: &Env<'_>, change: impl FnOnce(&mut Run)) {
     let c = env.claimed("r1").await;
     let mut moment = moment_to(&c.run, RunStatus::Running, t(20));
     change(&mut moment.run);
-    env.rejected(
+    reject_claimed(
+        env,
         K::InvalidTransition,
-        env.store().commit_claimed(
-            &Scope::System,
-            commit_on(&moment, &c.lease.claim_token, t(20)),
-            moment.events.clone(),
-        ),
+        &moment,
+        &c.lease.claim_token,
+        t(20),
     )
     .await;
     assert_eq!(env.fetch(&c.run.id).await, c.run);
@@ -302,13 +287,12 @@ pub async fn an_identity_change_is_invalid_even_when_the_fence_is_stale(env: &En
     let c = env.claimed("r1").await;
     let mut moment = moment_to(&c.run, RunStatus::Running, t(20));
     moment.run.started_at = Some(t(1));
-    env.rejected(
+    reject_claimed(
+        env,
         K::InvalidTransition,
-        env.store().commit_claimed(
-            &Scope::System,
-            commit_on(&moment, &ClaimToken::mint(), t(20)),
-            moment.events.clone(),
-        ),
+        &moment,
+        &ClaimToken::mint(),
+        t(20),
     )
     .await;
 }
@@ -323,7 +307,7 @@ pub async fn an_identical_already_stored_event_is_accepted(env: &Env<'_>) {
         env.store()
             .commit_claimed(
                 &Scope::System,
-                commit_on(&moment, &c.lease.claim_token, t(20)),
+                claimed_commit(&moment, &c.lease.claim_token, t(20)),
                 events.clone(),
             )
             .await,
@@ -346,7 +330,7 @@ pub async fn a_commit_contradicting_a_stored_event_stores_nothing(env: &Env<'_>)
             K::EventConflict,
             env.store().commit_claimed(
                 &Scope::System,
-                commit_on(&moment, &c.lease.claim_token, t(20)),
+                claimed_commit(&moment, &c.lease.claim_token, t(20)),
                 events,
             ),
         )
@@ -363,13 +347,12 @@ pub async fn a_commit_with_an_event_of_another_run_is_invalid(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let mut moment = moment_to(&c.run, RunStatus::Running, t(20));
     moment.events[0].run_id = rid("r2");
-    env.rejected(
+    reject_claimed(
+        env,
         K::InvalidTransition,
-        env.store().commit_claimed(
-            &Scope::System,
-            commit_on(&moment, &c.lease.claim_token, t(20)),
-            moment.events.clone(),
-        ),
+        &moment,
+        &c.lease.claim_token,
+        t(20),
     )
     .await;
 }
@@ -406,13 +389,12 @@ async fn rejects_malformed(env: &Env<'_>, change: impl FnOnce(&mut Run), to: Run
     let c = env.claimed("r1").await;
     let mut moment = moment_to(&c.run, to, t(20));
     change(&mut moment.run);
-    env.rejected(
+    reject_claimed(
+        env,
         K::InvalidTransition,
-        env.store().commit_claimed(
-            &Scope::System,
-            commit_on(&moment, &c.lease.claim_token, t(20)),
-            moment.events.clone(),
-        ),
+        &moment,
+        &c.lease.claim_token,
+        t(20),
     )
     .await;
 }

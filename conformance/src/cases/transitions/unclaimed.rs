@@ -2,6 +2,27 @@
 
 use crate::cases::prelude::*;
 
+/// Commits `moment` unclaimed against `expected_seq` at `now` and asserts it is refused with
+/// `kind`, leaving the store byte-identical ([`Env::rejected`]).
+async fn reject_unclaimed(
+    env: &Env<'_>,
+    kind: K,
+    expected_seq: u64,
+    moment: &docket_core::runtime::Moment,
+    now: Timestamp,
+) {
+    env.rejected(
+        kind,
+        env.store().commit_unclaimed(
+            &Scope::System,
+            expected_seq,
+            unclaimed_commit(moment, now),
+            moment.events.clone(),
+        ),
+    )
+    .await;
+}
+
 /// Commits `prev → status` unclaimed at `now` with the disposition's unclaimed wake.
 async fn signal(env: &Env<'_>, prev: &Run, status: RunStatus, now: Timestamp) -> Run {
     let moment = moment_to(prev, status, now);
@@ -85,16 +106,7 @@ pub async fn a_different_proposal_at_a_used_seq_is_stale_and_the_next_seq_commit
     let run = env.start(&graph, "r1", t(0)).await;
     let first = signal(env, &run, RunStatus::Running, t(20)).await;
     let rival = moment_to(&run, RunStatus::Waiting, t(21));
-    env.rejected(
-        K::StaleCheckpoint,
-        env.store().commit_unclaimed(
-            &Scope::System,
-            run.checkpoint_seq,
-            unclaimed_commit(&rival, t(21)),
-            rival.events.clone(),
-        ),
-    )
-    .await;
+    reject_unclaimed(env, K::StaleCheckpoint, run.checkpoint_seq, &rival, t(21)).await;
     let next = moment_to(&first, RunStatus::Waiting, t(22));
     let stored = ok(
         env.store()
@@ -151,14 +163,12 @@ pub async fn an_unclaimed_commit_rebinding_the_graph_is_invalid(env: &Env<'_>) {
     moment.run.graph_hash = tiny_graph_version(&OwnerScope::Tenantless, "g", 2)
         .graph_ref
         .graph_hash;
-    env.rejected(
+    reject_unclaimed(
+        env,
         K::InvalidTransition,
-        env.store().commit_unclaimed(
-            &Scope::System,
-            run.checkpoint_seq,
-            unclaimed_commit(&moment, t(20)),
-            moment.events.clone(),
-        ),
+        run.checkpoint_seq,
+        &moment,
+        t(20),
     )
     .await;
 }
@@ -171,16 +181,7 @@ pub async fn an_unclaimed_commit_contradicting_a_stored_event_conflicts(env: &En
     let mut stored_first = env.all_events(&run.id).await[0].clone();
     stored_first.step = 99;
     moment.events.insert(0, stored_first);
-    env.rejected(
-        K::EventConflict,
-        env.store().commit_unclaimed(
-            &Scope::System,
-            run.checkpoint_seq,
-            unclaimed_commit(&moment, t(20)),
-            moment.events.clone(),
-        ),
-    )
-    .await;
+    reject_unclaimed(env, K::EventConflict, run.checkpoint_seq, &moment, t(20)).await;
     assert_eq!(env.fetch(&run.id).await, run);
 }
 
@@ -194,14 +195,12 @@ pub async fn an_unclaimed_commit_at_a_stale_seq_is_stale(env: &Env<'_>) {
         event.seq = stored.event_seq + 1 + i as u64;
     }
     outdated.run.event_seq = stored.event_seq + outdated.events.len() as u64;
-    env.rejected(
+    reject_unclaimed(
+        env,
         K::StaleCheckpoint,
-        env.store().commit_unclaimed(
-            &Scope::System,
-            run.checkpoint_seq,
-            unclaimed_commit(&outdated, t(20)),
-            outdated.events.clone(),
-        ),
+        run.checkpoint_seq,
+        &outdated,
+        t(20),
     )
     .await;
 }
@@ -211,16 +210,7 @@ pub async fn an_unclaimed_commit_for_an_unknown_run_is_not_found(env: &Env<'_>) 
     let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
     let ghost = init_moment(&graph, &rid("ghost"), ValueMap::new(), t(0));
     let moment = moment_to(&ghost.run, RunStatus::Running, t(20));
-    env.rejected(
-        K::NotFound,
-        env.store().commit_unclaimed(
-            &Scope::System,
-            ghost.run.checkpoint_seq,
-            unclaimed_commit(&moment, t(20)),
-            moment.events.clone(),
-        ),
-    )
-    .await;
+    reject_unclaimed(env, K::NotFound, ghost.run.checkpoint_seq, &moment, t(20)).await;
 }
 
 /// A signal with a proposed seq other than `expected + 1` is malformed.
