@@ -609,7 +609,7 @@ impl StoreLayer for UncappedBackoff {
         token: &ClaimToken,
         policy: &AbandonPolicy,
     ) -> Result<AbandonOutcome, StoreError> {
-        let mut policy = policy.clone();
+        let mut policy = *policy;
         if let AbandonMode::NonPoisoning {
             backoff: Some(backoff),
         } = &mut policy.mode
