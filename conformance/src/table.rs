@@ -155,6 +155,7 @@ macro_rules! __case_table {
                 abandon_with_a_malformed_backoff_is_an_invalid_argument,
                 non_poisoning_abandons_wake_at_retry_at_and_never_poison,
                 non_poisoning_abandons_back_off_exponentially_to_the_cap,
+                non_poisoning_backoff_never_exceeds_its_cap,
                 abandons_never_advance_attempt_poison,
                 a_commit_resets_the_abandon_count,
                 retry_poisoned_recovers_an_attempts_poison,
@@ -192,6 +193,8 @@ macro_rules! __case_table {
                 listing_an_unknown_graph_is_an_empty_page,
                 version_limits_are_validated,
                 graph_ids_keep_separate_version_lists,
+                saving_over_different_stored_content_is_a_content_conflict,
+                version_reads_match_the_graph_id_exactly,
                 every_suite_graph_round_trips_exactly,
             }
             events {
@@ -213,6 +216,9 @@ macro_rules! __case_table {
                 run_pages_are_newest_first_with_ties_by_id,
                 run_listing_filters_by_graph,
                 run_listing_filters_by_status,
+                run_listing_by_graph_id_and_hash_applies_both,
+                run_filters_hold_on_every_page,
+                run_listing_by_graph_id_is_an_exact_match,
                 run_summaries_match_their_documents,
                 run_limits_are_validated,
                 run_status_filters_are_validated,
@@ -229,6 +235,7 @@ macro_rules! __case_table {
                 pruned_events_leave_gaps_and_latest_seq_survives,
                 only_unreferenced_versions_beyond_the_newest_ten_are_pruned,
                 a_pass_with_nothing_old_changes_nothing,
+                a_deleted_runs_remaining_events_count_as_cascade,
             }
             wakeups {
                 wakeups_are_offered_exactly_when_declared,
@@ -267,6 +274,7 @@ macro_rules! __case_table {
                 tokens_that_are_not_uuids_are_harmless,
                 awkward_graph_documents_round_trip_exactly,
                 a_corrupt_run_is_corrupt_on_every_read_and_not_contagious,
+                a_corrupt_tenant_run_is_corrupt_in_scope_and_concealed_outside,
                 a_fenced_commit_replaces_a_corrupt_document,
                 a_stale_commit_onto_a_corrupt_run_is_stale_and_changes_nothing,
                 recovering_a_corrupt_run_is_corrupt,

@@ -5,7 +5,7 @@ use docket_core::model::{
     ClaimToken, GraphHash, GraphId, OwnerScope, PoisonReason, Run, RunId, Scope, TenantId,
     Timestamp,
 };
-use docket_core::store::rules::ops;
+use docket_core::store::rules::effects;
 use docket_core::store::{
     AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimPolicy,
     PoisonedClaim, StoreError,
@@ -70,7 +70,7 @@ fn decode_outcome(row: &PgRow, policy: &ClaimPolicy) -> Result<Outcome, StoreErr
     })
 }
 
-/// `claimed_at < cutoff` is the strict expiry test of `rules::ops::claim_class`.
+/// `claimed_at < cutoff` is the strict expiry test of `rules::effects::claim_class`.
 fn expiry_cutoff(policy: &ClaimPolicy) -> i64 {
     let ttl = i64::try_from(policy.orphan_ttl_ms).unwrap_or(i64::MAX);
     policy.now.add_millis(-ttl).as_micros()
@@ -240,7 +240,7 @@ impl PostgresStore {
         token: &ClaimToken,
         policy: &AbandonPolicy,
     ) -> Result<AbandonOutcome, StoreError> {
-        ops::validate_abandon_policy(policy)?;
+        effects::validate_abandon_policy(policy)?;
         let (Some(token), Ok(expected)) =
             (codec::token_uuid(token), i64::try_from(policy.expected_seq))
         else {
@@ -313,7 +313,7 @@ impl PostgresStore {
             return Err(StoreError::NotFound);
         };
         let mut stored = decode_run_row(&row)?;
-        if !ops::apply_retry_poisoned(stored.run.status, &mut stored.ops, now)? {
+        if !effects::apply_retry_poisoned(stored.run.status, &mut stored.ops, now)? {
             return Ok(Finish::Rollback(stored.run));
         }
         let columns = codec::encode_ops(&stored.ops);

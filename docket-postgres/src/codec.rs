@@ -12,8 +12,8 @@ use docket_core::model::{
     OperationalState, OwnerScope, Poison, PoisonReason, Run, RunId, RunStatus, RunSummary,
     TenantId, Timestamp,
 };
+use docket_core::store::rules::effects::check_row_invariants;
 use docket_core::store::rules::events::StoredEvent;
-use docket_core::store::rules::ops::check_row_invariants;
 use docket_core::store::rules::transition::StoredHead;
 use docket_core::store::StoreError;
 use serde_json::Value;

@@ -77,9 +77,11 @@ fn initialize() -> String {
 /// `commit_claimed`, one statement (one round trip on success):
 ///
 /// * `updated`: the fenced UPDATE — run id, scope, immutable identity (graph id, graph hash,
-///   started_at), `checkpoint_seq = expected`, `claim_token = token`, and the status matrix;
-///   it writes the document columns and the operational columns computed by
-///   `rules::ops::apply_commit` (counters and poison reset, schedule applied);
+///   started_at), `checkpoint_seq = expected`, `claim_token = token`, and the status matrix
+///   (the stored statuses `rules::transition::allowed_from` lists for the proposed one); it
+///   writes the document columns and the operational columns of
+///   `rules::transition::Commit::committed_state` (counters and poison as the rules leave
+///   them, schedule applied);
 /// * `inserted`: idempotent event append — an identical stored event is "updated" to itself
 ///   and returned, a different one is not returned;
 /// * `conflict`: when the update matched but some proposed event was not returned, raises
@@ -90,7 +92,9 @@ fn initialize() -> String {
 /// `$7` expected seq, `$8` token, `$9` status, `$10` step, `$11` checkpoint_seq,
 /// `$12` event_seq, `$13` document, `$14` updated_at, `$15` finished_at,
 /// `$16` latest_checkpoint_type, `$17` new claim_token, `$18` claimed_at, `$19` wake_at,
-/// `$20..=$28` events, `$29` inserted_at, `$30` notify?, `$31` payload.
+/// `$20..=$28` events, `$29` inserted_at, `$30` notify?, `$31` payload, `$32` the stored
+/// statuses that may become `$9`, `$33` claim_attempts, `$34` claim_abandons,
+/// `$35` poisoned_at, `$36` poison_reason.
 fn commit_claimed() -> String {
     format!(
         "WITH updated AS (
@@ -98,14 +102,14 @@ fn commit_claimed() -> String {
                 status = $9, step = $10, checkpoint_seq = $11, event_seq = $12, document = $13,
                 updated_at = $14, finished_at = $15, latest_checkpoint_type = $16,
                 claim_token = $17::uuid, claimed_at = $18, wake_at = $19,
-                claim_attempts = 0, claim_abandons = 0, poisoned_at = NULL, poison_reason = NULL
+                claim_attempts = $33, claim_abandons = $34, poisoned_at = $35,
+                poison_reason = $36
             WHERE run_id = $1
               AND ($2 OR scope_key = $3)
               AND graph_id = $4 AND graph_hash = $5 AND started_at = $6
               AND checkpoint_seq = $7
               AND claim_token = $8::uuid
-              AND (status = 'running'
-                   OR (status = 'waiting' AND $9::text IN ('running', 'cancelled')))
+              AND status = ANY($32::text[])
             RETURNING run_id
         ), proposed AS (
             SELECT * FROM {}
@@ -218,13 +222,13 @@ const REFRESH: &str = "UPDATE {s}.runs SET claimed_at = GREATEST(claimed_at, $3)
     WHERE run_id = $1 AND claim_token = $2::uuid
     RETURNING 1";
 
-/// `abandon_claim`, `rules::ops::apply_abandon` as one conditional UPDATE (every SET
+/// `abandon_claim`, `rules::effects::apply_abandon` as one conditional UPDATE (every SET
 /// expression sees the row as it was, so `claim_abandons` below is the count before).
 ///
 /// `$1` run_id, `$2` token, `$3` expected seq, `$4` non-poisoning?, `$5` max abandons,
 /// `$6` now, `$7` retry_at, `$8` backoff?, `$9` base_ms (text), `$10` cap_ms (text).
 /// The backoff is `now + min(base · 2^min(abandons, 30), cap)` with the same saturation as
-/// `rules::ops::backoff_wake` (milliseconds clamped to i64, microseconds clamped to i64).
+/// `rules::effects::backoff_wake` (milliseconds clamped to i64, microseconds clamped to i64).
 const ABANDON: &str = "UPDATE {s}.runs SET
         claim_token = NULL,
         claimed_at = NULL,

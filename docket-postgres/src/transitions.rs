@@ -1,12 +1,15 @@
 //! The three transitions: `initialize`, `commit_claimed` (one statement), `commit_unclaimed`
 //! (a transaction around `SELECT … FOR UPDATE`).
 //!
-//! Every proposal is validated with `rules::transition` before any SQL runs; decisions that
-//! need the stored row are taken by the same rules functions the memory store uses, or —
-//! in the one-statement paths — encoded as the same conditions in SQL.
+//! Every proposal passes the transition kernel's stateless checks (`rules::transition`) before
+//! any SQL runs. `commit_unclaimed` plans with the kernel against the locked row; the
+//! one-statement paths encode the kernel's conditions in SQL, bind the values it computes
+//! (`Commit::committed_state`, `allowed_from`), and classify a refused write with
+//! `Commit::check_head` on one re-read.
 
 use docket_core::model::{Event, OwnerScope, Run, Scope};
-use docket_core::store::rules::{events, ops, transition};
+use docket_core::store::rules::events::StoredEvent;
+use docket_core::store::rules::transition::{allowed_from, Commit, Init};
 use docket_core::store::{
     ClaimedCommit, ClaimedSchedule, InitProposal, StoreError, UnclaimedCommit,
 };
@@ -56,12 +59,12 @@ impl PostgresStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let events = transition::validate_initialize(owner, &proposal, &events)?;
-        let run = proposal.run;
+        let init = Init::new(owner, proposal, &events)?;
+        let run = init.run().clone();
         let columns = codec::encode_run(&run)?;
-        let arrays = codec::encode_events(&events)?;
-        let ops = codec::encode_ops(&ops::initial_state(proposal.wake_at));
-        let now = proposal.now.as_micros();
+        let arrays = codec::encode_events(init.events())?;
+        let ops = codec::encode_ops(&init.initial_state());
+        let now = init.now().as_micros();
         let notify = wake_is_due(ops.wake_at, now);
         let query = self
             .q(&self.sql().initialize)
@@ -107,38 +110,26 @@ impl PostgresStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let events = transition::validate_claimed(&proposal, &events)?;
-        let Some(token) = codec::token_uuid(&proposal.claim_token) else {
+        let commit = Commit::claimed(proposal, &events)?;
+        let Some(token) = commit.fence().token().and_then(codec::token_uuid) else {
             // Nothing this store minted: the fence cannot match. Classify like any other
             // zero-row commit.
-            return self.classify_claimed_failure(scope, &proposal).await;
+            return self.classify_claimed_failure(scope, &commit).await;
         };
-        let Ok(expected) = i64::try_from(proposal.expected_seq) else {
-            return self.classify_claimed_failure(scope, &proposal).await;
+        let Ok(expected) = i64::try_from(commit.expected_seq()) else {
+            return self.classify_claimed_failure(scope, &commit).await;
         };
-        let run = &proposal.run;
+        let run = commit.run();
         let columns = codec::encode_run(run)?;
-        let arrays = codec::encode_events(&events)?;
-        // The new operational state is the rules' answer for a row held by this token.
-        let mut new_ops = docket_core::model::OperationalState {
-            claim_token: Some(proposal.claim_token.clone()),
-            wake_at: None,
-            claimed_at: Some(proposal.now),
-            claim_attempts: 0,
-            claim_abandons: 0,
-            poison: None,
-            latest_checkpoint_type: proposal.checkpoint_type,
-        };
-        ops::apply_commit(
-            &mut new_ops,
-            proposal.checkpoint_type,
-            proposal.schedule,
-            proposal.now,
-        );
-        let new_ops = codec::encode_ops(&new_ops);
-        let now = proposal.now.as_micros();
-        let notify = matches!(proposal.schedule, ClaimedSchedule::Release(_))
+        let arrays = codec::encode_events(commit.events())?;
+        let new_ops = codec::encode_ops(&commit.committed_state());
+        let now = commit.now().as_micros();
+        let notify = matches!(commit.fence().schedule(), ClaimedSchedule::Release(_))
             && wake_is_due(new_ops.wake_at, now);
+        let allowed: Vec<&str> = allowed_from(run.status)
+            .iter()
+            .map(|status| status.as_str())
+            .collect();
         let (system, scope_key) = scope_binds(scope);
         let query = self
             .q(&self.sql().commit_claimed)
@@ -164,7 +155,12 @@ impl PostgresStore {
         let query = bind_events(query, arrays)
             .bind(now)
             .bind(notify)
-            .bind(self.schema());
+            .bind(self.schema())
+            .bind(allowed)
+            .bind(new_ops.claim_attempts)
+            .bind(new_ops.claim_abandons)
+            .bind(new_ops.poisoned_at)
+            .bind(new_ops.poison_reason);
         let result = {
             let mut conn = self.conn().await?;
             query.fetch_one(&mut *conn).await
@@ -173,33 +169,33 @@ impl PostgresStore {
             Ok(row) => {
                 let updated: i64 = row.try_get("updated").map_err(error::safe)?;
                 if updated == 1 {
-                    Ok(proposal.run)
+                    Ok(commit.run().clone())
                 } else {
-                    self.classify_claimed_failure(scope, &proposal).await
+                    self.classify_claimed_failure(scope, &commit).await
                 }
             }
             Err(e) => match error::sqlstate(&e).as_deref() {
                 Some(EVENT_CONFLICT) => Err(StoreError::EventConflict {
-                    seq: conflict_seq(&e).unwrap_or_else(|| first_seq(&events)),
+                    seq: conflict_seq(&e).unwrap_or_else(|| first_seq(commit.events())),
                 }),
                 _ => Err(error::sent(e)),
             },
         }
     }
 
-    /// The one diagnostic read after a zero-row claimed commit, classified by the rules'
-    /// order: not visible → `NotFound`; identity → `InvalidTransition`; fences →
-    /// `StaleCheckpoint`; status matrix → `InvalidTransition`.
+    /// The one diagnostic read after a zero-row claimed commit, classified by the kernel's
+    /// order: not visible → `NotFound`; then `Commit::check_head` (identity →
+    /// `InvalidTransition`; fences → `StaleCheckpoint`; status matrix → `InvalidTransition`).
     async fn classify_claimed_failure(
         &self,
         scope: &Scope,
-        proposal: &ClaimedCommit,
+        commit: &Commit,
     ) -> Result<Run, StoreError> {
         let (system, scope_key) = scope_binds(scope);
         let row = {
             let mut conn = self.conn().await?;
             self.q(&self.sql().select_head)
-                .bind(proposal.run.id.as_str())
+                .bind(commit.run().id.as_str())
                 .bind(system)
                 .bind(scope_key)
                 .fetch_optional(&mut *conn)
@@ -210,13 +206,7 @@ impl PostgresStore {
             return Err(StoreError::NotFound);
         };
         let (head, stored_ops) = decode_head_row(&row)?;
-        transition::check_identity(&head, &proposal.run)?;
-        if head.checkpoint_seq != proposal.expected_seq
-            || !ops::holds_claim(&stored_ops, &proposal.claim_token)
-        {
-            return Err(StoreError::StaleCheckpoint);
-        }
-        transition::check_status_change(&head, &proposal.run)?;
+        commit.check_head(&head, &stored_ops)?;
         // Everything matches now, so the row moved and came back between the two reads:
         // this proposal did not commit.
         Err(StoreError::StaleCheckpoint)
@@ -229,32 +219,27 @@ impl PostgresStore {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let events = transition::validate_unclaimed(expected_seq, &proposal, &events)?;
+        let commit = Commit::unclaimed(expected_seq, proposal, &events)?;
         let mut conn = self.conn().await?;
         let mut tx = conn.begin().await.map_err(error::safe)?;
-        let outcome = self
-            .commit_unclaimed_in(&mut tx, scope, expected_seq, &proposal, events)
-            .await;
-        finish(tx, outcome.map(Finish::Commit)).await?;
-        Ok(proposal.run)
+        let outcome = self.commit_unclaimed_in(&mut tx, scope, commit).await;
+        finish(tx, outcome.map(Finish::Commit)).await
     }
 
-    /// The body of `commit_unclaimed` inside its transaction: lock and check the head, merge
-    /// the events, write the row and the new events, queue the wake hint.
+    /// The body of `commit_unclaimed` inside its transaction: lock the head, read the stored
+    /// events at the proposed seqs, plan with the kernel, write the row and the new events,
+    /// queue the wake hint.
     async fn commit_unclaimed_in(
         &self,
         tx: &mut sqlx::PgConnection,
         scope: &Scope,
-        expected_seq: u64,
-        proposal: &UnclaimedCommit,
-        events: Vec<Event>,
-    ) -> Result<(), StoreError> {
-        let run = &proposal.run;
-        let columns = codec::encode_run(run)?;
+        commit: Commit,
+    ) -> Result<Run, StoreError> {
+        let run_id = commit.run().id.clone();
         let (system, scope_key) = scope_binds(scope);
         let row = self
             .q(&self.sql().select_head_for_update)
-            .bind(run.id.as_str())
+            .bind(run_id.as_str())
             .bind(system)
             .bind(&scope_key)
             .fetch_optional(&mut *tx)
@@ -264,37 +249,29 @@ impl PostgresStore {
             return Err(StoreError::NotFound);
         };
         let (head, stored_ops) = decode_head_row(&row)?;
-        transition::check_identity(&head, run)?;
-        if head.checkpoint_seq != expected_seq {
-            return Err(StoreError::StaleCheckpoint);
-        }
-        transition::check_status_change(&head, run)?;
-
-        let seqs: Vec<i64> = codec::encode_events(&events)?.seq;
+        // Checked before the event read so a refused commit costs no more than the lock.
+        commit.check_head(&head, &stored_ops)?;
+        let seqs: Vec<i64> = codec::encode_events(commit.events())?.seq;
         let stored_events = self
             .q(&self.sql().events_at)
-            .bind(run.id.as_str())
+            .bind(run_id.as_str())
             .bind(&seqs)
             .fetch_all(&mut *tx)
             .await
             .map_err(error::safe)?;
-        let mut by_seq = std::collections::BTreeMap::new();
+        let mut by_seq: std::collections::BTreeMap<u64, StoredEvent> =
+            std::collections::BTreeMap::new();
         for row in &stored_events {
             let (seq, event) = decode_event_for_merge(row)?;
             by_seq.insert(seq, event);
         }
-        let to_insert = events::merge_with_stored(events, |seq| Ok(by_seq.remove(&seq)))?;
-
-        let mut new_ops = stored_ops;
-        ops::apply_unclaimed_commit(
-            &mut new_ops,
-            proposal.checkpoint_type,
-            proposal.wake,
-            proposal.now,
-        );
-        let new_ops = codec::encode_ops(&new_ops);
-        let now = proposal.now.as_micros();
-        let notify = wake_is_due(new_ops.wake_at, now);
+        let planned = commit.plan(&head, &stored_ops, |seq| Ok(by_seq.remove(&seq)))?;
+        let run = &planned.run;
+        let columns = codec::encode_run(run)?;
+        let to_insert = &planned.new_events;
+        let new_ops = codec::encode_ops(&planned.ops);
+        let now = planned.now.as_micros();
+        let notify = planned.wake_due;
         let RunColumns {
             status,
             step,
@@ -323,7 +300,7 @@ impl PostgresStore {
             .map_err(error::safe)?;
         if !to_insert.is_empty() {
             let insert = self.q(&self.sql().insert_events).bind(run.id.as_str());
-            bind_events(insert, codec::encode_events(&to_insert)?)
+            bind_events(insert, codec::encode_events(to_insert)?)
                 .bind(now)
                 .execute(&mut *tx)
                 .await
@@ -332,7 +309,7 @@ impl PostgresStore {
         if notify {
             self.notify(&mut *tx).await?;
         }
-        Ok(())
+        Ok(planned.run)
     }
 
     /// Queues the wake hint; PostgreSQL delivers it only if the transaction commits.

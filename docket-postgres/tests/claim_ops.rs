@@ -7,7 +7,7 @@ use std::num::NonZeroU32;
 
 use common::*;
 use docket_core::model::{ClaimToken, OwnerScope, PoisonReason, RunStatus, Scope};
-use docket_core::store::rules::ops;
+use docket_core::store::rules::effects;
 use docket_core::store::{
     AbandonBackoff, AbandonMode, AbandonOutcome, AbandonPolicy, ClaimedSchedule, ReleaseWake,
     RunStore, StoreError, StoreErrorKind,
@@ -81,7 +81,7 @@ async fn refresh_never_moves_backwards_and_release_only_obeys_the_current_token(
         .release_claim(&run.id, &lease.claim_token, t(300))
         .await
         .expect("release");
-    assert!(ops::apply_release(
+    assert!(effects::apply_release(
         &mut expected,
         &lease.claim_token,
         t(300)
@@ -118,7 +118,7 @@ async fn abandon_reschedules_then_poisons_exactly_as_the_rules_say() {
             .expect("abandon");
         let mut expected = before.clone();
         assert_eq!(
-            ops::apply_abandon(&mut expected, 1, &lease.claim_token, &policy),
+            effects::apply_abandon(&mut expected, 1, &lease.claim_token, &policy),
             outcome
         );
         assert_eq!(
@@ -194,7 +194,7 @@ async fn non_poisoning_abandon_backs_off_exponentially_to_the_cap() {
             .await
             .expect("abandon");
         assert_eq!(
-            ops::apply_abandon(&mut expected, 1, &lease.claim_token, &policy),
+            effects::apply_abandon(&mut expected, 1, &lease.claim_token, &policy),
             outcome
         );
         assert_eq!(
@@ -210,7 +210,7 @@ async fn non_poisoning_abandon_backs_off_exponentially_to_the_cap() {
     assert_eq!(wakes, vec![100, 200, 300, 300, 300]);
 }
 
-/// The SQL backoff saturates like `rules::ops::backoff_wake` at the extremes.
+/// The SQL backoff saturates like `rules::effects::backoff_wake` at the extremes.
 #[tokio::test]
 async fn backoff_arithmetic_saturates_like_the_rules() {
     let (store, _guard) = open().await;
@@ -246,7 +246,7 @@ async fn backoff_arithmetic_saturates_like_the_rules() {
             .wake_at;
         assert_eq!(
             wake,
-            Some(ops::backoff_wake(t(0), abandons, base, cap)),
+            Some(effects::backoff_wake(t(0), abandons, base, cap)),
             "{abandons} {base} {cap}"
         );
         // Make the run claimable again for the next case.
@@ -338,7 +338,7 @@ async fn poison_recovery_is_scoped_and_terminal_first() {
         .expect("ops");
     poisoned.claim_token = None;
     poisoned.claimed_at = None;
-    ops::apply_claim_poison(&mut poisoned, t(2));
+    effects::apply_claim_poison(&mut poisoned, t(2));
     testing::write_operational_state(&store, &run.id, &poisoned)
         .await
         .expect("poison");

@@ -8,28 +8,28 @@ use std::collections::{BTreeMap, BTreeSet};
 use common::*;
 use docket_core::model::{ClaimToken, OperationalState, OwnerScope, RunId, RunStatus};
 use docket_core::store::rules::claim_order::{select, Candidate};
-use docket_core::store::rules::ops::{self, ClaimDecision};
+use docket_core::store::rules::effects::{self, ClaimDecision};
 use docket_core::store::{ClaimClass, ClaimPolicy, ClaimedSchedule, ReleaseWake, RunStore};
 use docket_postgres::testing;
 use docket_postgres::PostgresStore;
 
 fn claimed_at(at: i64, attempts: u32) -> OperationalState {
-    let mut ops = ops::initial_state(t(0));
-    ops::apply_lease(&mut ops, ClaimToken::mint(), t(at));
+    let mut ops = effects::initial_state(t(0));
+    effects::apply_lease(&mut ops, ClaimToken::mint(), t(at));
     ops.claim_attempts = attempts;
     ops
 }
 
 fn ready_at(at: i64, attempts: u32) -> OperationalState {
-    let mut ops = ops::initial_state(t(at));
+    let mut ops = effects::initial_state(t(at));
     ops.claim_attempts = attempts;
     ops
 }
 
 /// Ten runs in insertion order (so the internal row id, the tie-break, follows the index).
 fn scenario() -> Vec<OperationalState> {
-    let mut poisoned = ops::initial_state(t(0));
-    ops::apply_claim_poison(&mut poisoned, t(1));
+    let mut poisoned = effects::initial_state(t(0));
+    effects::apply_claim_poison(&mut poisoned, t(1));
     vec![
         ready_at(100, 0),
         ready_at(50, 2),
@@ -69,7 +69,7 @@ fn expected(
         .iter()
         .enumerate()
         .filter_map(|(i, ops)| {
-            ops::claim_class(RunStatus::Running, ops, policy.now, policy.orphan_ttl_ms).map(
+            effects::claim_class(RunStatus::Running, ops, policy.now, policy.orphan_ttl_ms).map(
                 |(class, eligible_at)| Candidate {
                     class,
                     eligible_at,
@@ -84,12 +84,12 @@ fn expected(
         .iter()
         .map(|c| {
             let mut ops = states[c.key].clone();
-            let decision = ops::claim_decision(&ops, policy.max_claim_attempts.get());
+            let decision = effects::claim_decision(&ops, policy.max_claim_attempts.get());
             match decision {
                 ClaimDecision::Lease { .. } => {
-                    ops::apply_lease(&mut ops, ClaimToken::mint(), policy.now)
+                    effects::apply_lease(&mut ops, ClaimToken::mint(), policy.now)
                 }
-                ClaimDecision::Poison => ops::apply_claim_poison(&mut ops, policy.now),
+                ClaimDecision::Poison => effects::apply_claim_poison(&mut ops, policy.now),
             }
             after.insert(c.key, ops);
             (c.key, decision)

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use docket_core::model::{CheckpointType, GraphHash, OwnerScope, RunStatus};
-use docket_core::store::rules::ops;
+use docket_core::store::rules::effects;
 use docket_core::store::{InitProposal, RunStore, StoreError, StoreErrorKind};
 use docket_postgres::testing;
 
@@ -33,7 +33,7 @@ async fn initialize_stores_the_exact_document_and_the_initial_operational_row() 
         testing::operational_state(&store, &run.id)
             .await
             .expect("ops"),
-        ops::initial_state(t(5))
+        effects::initial_state(t(5))
     );
     let latest = store
         .fetch_latest_event(&SYSTEM, &run.id)

@@ -224,7 +224,7 @@ async fn only_due_wakes_notify_and_only_after_commit() {
         .await
         .expect("ops");
     poisoned.wake_at = None;
-    docket_core::store::rules::ops::apply_claim_poison(&mut poisoned, t(8));
+    docket_core::store::rules::effects::apply_claim_poison(&mut poisoned, t(8));
     docket_postgres::testing::write_operational_state(&store, &run.id, &poisoned)
         .await
         .expect("poison");

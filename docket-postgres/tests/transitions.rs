@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use docket_core::model::{CheckpointType, ClaimToken, GraphHash, OwnerScope, RunStatus, Scope};
-use docket_core::store::rules::ops;
+use docket_core::store::rules::effects;
 use docket_core::store::{ClaimedSchedule, ReleaseWake, RunStore, StoreError, StoreErrorKind};
 use docket_postgres::testing;
 
@@ -133,7 +133,7 @@ async fn claimed_commit_fences_reject_without_writing_in_the_rules_order() {
     );
 }
 
-/// Every schedule's effect on the row equals `rules::ops::apply_commit`.
+/// Every schedule's effect on the row equals `rules::effects::apply_commit`.
 #[tokio::test]
 async fn claimed_schedules_have_the_effects_of_the_shared_rules() {
     let (store, _guard) = open().await;
@@ -188,7 +188,7 @@ async fn claimed_schedules_have_the_effects_of_the_shared_rules() {
             .await
             .expect("commit");
         let mut expected = before.clone();
-        ops::apply_commit(
+        effects::apply_commit(
             &mut expected,
             CheckpointType::RetryScheduled,
             schedule,

@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use docket_core::model::{CheckpointType, GraphHash, Scope, Timestamp};
-use docket_core::store::rules::ops;
+use docket_core::store::rules::effects;
 use docket_core::store::{ClaimedSchedule, ReleaseWake, RunStore, StoreError, StoreErrorKind};
 use docket_postgres::testing;
 
@@ -91,10 +91,10 @@ async fn an_unclaimed_commit_is_a_seq_cas_that_revokes_the_claim() {
         )
         .await
         .expect("signal commits");
-    ops::apply_unclaimed_commit(
+    effects::apply_commit(
         &mut ops_before,
         CheckpointType::InterruptResolved,
-        wake,
+        ClaimedSchedule::Release(wake),
         t(2),
     );
     assert_eq!(

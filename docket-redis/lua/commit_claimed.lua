@@ -8,8 +8,10 @@
 --         expected_seq, token, allowed_from (stored statuses that may become `status`,
 --         comma-separated, decided in Rust by RunStatus::can_become), status, seq, event_seq,
 --         step, updated_at, finished_at ("" = none), ckpt_type, retain ("1" keeps the claim),
---         wake_at ("" = no wake; ignored when retaining), now, terminal ("1"/"0"),
---         notify ("1"/"0"), channel, namespace
+--         wake_at ("" = no wake; ignored when retaining), attempts, abandons, poisoned_at and
+--         poison_reason ("" = none) — the row's operational state after the commit, computed in
+--         Rust by the transition kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel,
+--         namespace
 -- ARGV[2] run document (canonical JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} | {"invalid_transition", reason} | {"stale"} |
@@ -56,10 +58,15 @@ redis.call('HSET', KEYS[1],
   'step', P.step,
   'updated_at', P.updated_at,
   'ckpt_type', P.ckpt_type,
-  'attempts', '0',
-  'abandons', '0')
-redis.call('HDEL', KEYS[1], 'poisoned_at', 'poison_reason')
-redis.call('SREM', KEYS[7], P.run_id)
+  'attempts', P.attempts,
+  'abandons', P.abandons)
+if P.poisoned_at == '' then
+  redis.call('HDEL', KEYS[1], 'poisoned_at', 'poison_reason')
+  redis.call('SREM', KEYS[7], P.run_id)
+else
+  redis.call('HSET', KEYS[1], 'poisoned_at', P.poisoned_at, 'poison_reason', P.poison_reason)
+  redis.call('SADD', KEYS[7], P.run_id)
+end
 if P.finished_at ~= '' then
   redis.call('HSET', KEYS[1], 'finished_at', P.finished_at)
 else

@@ -8,7 +8,9 @@
 -- ARGV[1] JSON: run_id, scope_kind, scope_owner, graph_id, graph_hash, started_at (identity),
 --         expected_seq, allowed_from (comma-separated, decided in Rust), status, seq,
 --         event_seq, step, updated_at, finished_at ("" = none), ckpt_type,
---         wake_at ("" = no wake), now, terminal ("1"/"0"), notify ("1"/"0"), channel, namespace
+--         wake_at ("" = no wake), attempts, abandons, poisoned_at and poison_reason ("" = none)
+--         — the row's operational state after the commit, computed in Rust by the transition
+--         kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel, namespace
 -- ARGV[2] run document (canonical JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} | {"invalid_transition", reason} | {"stale"} |
@@ -52,10 +54,16 @@ redis.call('HSET', KEYS[1],
   'step', P.step,
   'updated_at', P.updated_at,
   'ckpt_type', P.ckpt_type,
-  'attempts', '0',
-  'abandons', '0')
-redis.call('HDEL', KEYS[1], 'poisoned_at', 'poison_reason', 'token', 'claimed_at')
-redis.call('SREM', KEYS[7], P.run_id)
+  'attempts', P.attempts,
+  'abandons', P.abandons)
+redis.call('HDEL', KEYS[1], 'token', 'claimed_at')
+if P.poisoned_at == '' then
+  redis.call('HDEL', KEYS[1], 'poisoned_at', 'poison_reason')
+  redis.call('SREM', KEYS[7], P.run_id)
+else
+  redis.call('HSET', KEYS[1], 'poisoned_at', P.poisoned_at, 'poison_reason', P.poison_reason)
+  redis.call('SADD', KEYS[7], P.run_id)
+end
 redis.call('ZREM', KEYS[6], P.run_id)
 if P.finished_at ~= '' then
   redis.call('HSET', KEYS[1], 'finished_at', P.finished_at)

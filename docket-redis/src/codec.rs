@@ -14,7 +14,7 @@ use docket_core::model::{
     validate_durable, CheckpointType, ClaimToken, Event, GraphHash, GraphId, OperationalState,
     OwnerScope, Poison, PoisonReason, Run, RunId, RunStatus, RunSummary, Timestamp,
 };
-use docket_core::store::rules::ops::check_row_invariants;
+use docket_core::store::rules::effects::check_row_invariants;
 use docket_core::store::StoreError;
 
 /// The fields of a run hash, as read by `HGETALL`.

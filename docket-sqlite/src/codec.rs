@@ -17,7 +17,7 @@ use docket_core::model::{
     OperationalState, OwnerScope, Poison, PoisonReason, Run, RunId, RunStatus, RunSummary,
     Timestamp, ValueMap,
 };
-use docket_core::store::rules::ops::check_row_invariants;
+use docket_core::store::rules::effects::check_row_invariants;
 use docket_core::store::rules::transition::StoredHead;
 use docket_core::store::StoreError;
 

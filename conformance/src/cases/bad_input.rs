@@ -550,3 +550,24 @@ pub async fn extreme_durations_and_instants_saturate(env: &Env<'_>) {
         .await;
     assert_eq!(report, docket_core::store::PruneReport::default());
 }
+
+/// A tenant's corrupt run is `Corrupt` in its own scope and for the system, and concealed
+/// (`NotFound`) from another tenant: corruption never turns into "absent" for those allowed
+/// to see the run, and never leaks the run's existence to others.
+pub async fn a_corrupt_tenant_run_is_corrupt_in_scope_and_concealed_outside(env: &Env<'_>) {
+    let graph = env.publish_tiny(&tenant("a")).await;
+    let run = env.start(&graph, "bad", t(0)).await;
+    env.corrupt_run(&run.id).await;
+    for scope in [Scope::System, tenant_scope("a")] {
+        env.rejected(K::Corrupt, env.store().fetch_run(&scope, &run.id))
+            .await;
+        env.rejected(K::Corrupt, env.store().inspect_run(&scope, &run.id))
+            .await;
+    }
+    for scope in [tenant_scope("b"), Scope::Tenantless] {
+        env.rejected(K::NotFound, env.store().fetch_run(&scope, &run.id))
+            .await;
+        env.rejected(K::NotFound, env.store().inspect_run(&scope, &run.id))
+            .await;
+    }
+}

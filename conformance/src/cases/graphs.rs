@@ -297,3 +297,52 @@ pub async fn every_suite_graph_round_trips_exactly(env: &Env<'_>) {
         assert_eq!(doc, graph.doc, "graph {}", kind.id());
     }
 }
+
+/// A store holding other bytes under an address refuses to take a document there: saving
+/// the address's true content over a damaged version is a content conflict and changes
+/// nothing (a corrupt version is never silently replaced or accepted as identical).
+pub async fn saving_over_different_stored_content_is_a_content_conflict(env: &Env<'_>) {
+    let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
+    env.corrupt_graph(&graph.owner, &graph.graph_ref).await;
+    env.rejected(
+        K::GraphContentConflict,
+        env.store()
+            .save_graph(&graph.owner, &graph.graph_ref, &graph.doc, t(5)),
+    )
+    .await;
+    env.rejected(
+        K::CorruptGraph,
+        env.store().fetch_graph(&graph.owner, &graph.graph_ref),
+    )
+    .await;
+}
+
+/// Version listing and the latest ref match the graph id exactly: newer versions of `gg`
+/// and `g2` never show up under `g`.
+pub async fn version_reads_match_the_graph_id_exactly(env: &Env<'_>) {
+    let g = versions(env, &OwnerScope::Tenantless, "g", 1).await;
+    for (i, id) in ["gg", "g2"].into_iter().enumerate() {
+        let other = tiny_graph_version(&OwnerScope::Tenantless, id, 1);
+        env.publish(&other, t(100 + i as i64)).await;
+    }
+    let latest = ok(
+        env.store()
+            .fetch_latest_graph_ref(&OwnerScope::Tenantless, &gid("g"))
+            .await,
+        "fetch_latest_graph_ref",
+    );
+    assert_eq!(latest, g[0].graph_ref);
+    let page = ok(
+        env.store()
+            .list_graph_versions(&OwnerScope::Tenantless, &gid("g"), &version_query(10))
+            .await,
+        "list_graph_versions",
+    );
+    assert_eq!(
+        page.versions
+            .iter()
+            .map(|v| v.graph_ref.clone())
+            .collect::<Vec<_>>(),
+        [g[0].graph_ref.clone()]
+    );
+}

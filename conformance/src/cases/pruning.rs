@@ -231,3 +231,21 @@ pub async fn a_pass_with_nothing_old_changes_nothing(env: &Env<'_>) {
         .await;
     assert_eq!(report, docket_core::store::PruneReport::default());
 }
+
+/// Events a pass deletes together with their old terminal run are counted as cascade
+/// deletions: with a batch of one, the event category removes one event and the run's
+/// remaining events go with the run.
+pub async fn a_deleted_runs_remaining_events_count_as_cascade(env: &Env<'_>) {
+    let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
+    let done = finished(env, &graph, "done", t(0), t(10)).await;
+    assert!(
+        done.event_seq >= 2,
+        "the case needs a run with several events"
+    );
+    let report = prune(env, &policy(t(10_000), 5_000, 5_000, 1)).await;
+    assert_eq!(report.events_deleted, 1);
+    assert_eq!(report.runs_deleted, 1);
+    assert_eq!(report.cascade_events_deleted, done.event_seq - 1);
+    env.rejected(K::NotFound, env.store().fetch_run(&Scope::System, &done.id))
+        .await;
+}

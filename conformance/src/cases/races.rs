@@ -602,10 +602,17 @@ pub async fn concurrent_claimers_account_for_a_mix_of_ready_steal_and_poison_exa
 /// cursor, and its bounds, `has_more` and `latest_seq` come from one snapshot (the newest
 /// retained event is the run's `event_seq`, because both are written by one commit). Paging
 /// to the end afterwards yields every seq exactly once.
+///
+/// The reader is bounded by progress, not by time or a page count: once it has caught up it
+/// waits for the writer's next commit, so every page either returns events or follows a
+/// commit, however slow the store's commits are.
 pub async fn event_pages_stay_coherent_while_commits_append(env: &Env<'_>) {
     const MOMENTS: usize = 30;
+    /// How long a caught-up reader waits for the writer's next commit before failing.
+    const COMMIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
     let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
     let run = env.start(&graph, "appending", t(0)).await;
+    let (committed, mut commits) = tokio::sync::watch::channel(run.event_seq);
     let writer = {
         let store = Arc::clone(env.store());
         let mut current = run.clone();
@@ -624,23 +631,25 @@ pub async fn event_pages_stay_coherent_while_commits_append(env: &Env<'_>) {
                         .await,
                     "commit_unclaimed",
                 );
+                committed.send_replace(current.event_seq);
                 tokio::task::yield_now().await;
             }
             current.event_seq
         })
     };
     let store = Arc::clone(env.store());
-    let (mut after, mut seen, mut pages) = (0u64, Vec::new(), 0usize);
+    let (mut after, mut seen, mut empty_pages) = (0u64, Vec::new(), 0usize);
     loop {
         // Checked before the read: a page read after the writer finished sees every event.
-        let writer_done = writer.is_finished();
+        // The writer drops its sender after its last commit, before its task counts as
+        // finished, so a closed channel means done too.
+        let writer_done = writer.is_finished() || commits.has_changed().is_err();
         let page = ok(
             store
                 .list_events(&Scope::System, &run.id, &event_query(after, 3))
                 .await,
             "list_events",
         );
-        pages += 1;
         let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
         let expected: Vec<u64> = (after + 1..).take(seqs.len()).collect();
         assert_eq!(
@@ -659,13 +668,32 @@ pub async fn event_pages_stay_coherent_while_commits_append(env: &Env<'_>) {
             page.latest_seq > page.next_after_seq,
             "page after {after}: {page:?}"
         );
+        if seqs.is_empty() {
+            empty_pages += 1;
+            // Each commit can leave at most one page with nothing new (read just before it
+            // landed), so more empty pages than commits means paging stopped advancing.
+            assert!(
+                empty_pages <= MOMENTS + 1,
+                "paging stopped advancing at {after}"
+            );
+        }
         seen.extend(seqs);
         after = page.next_after_seq;
         if writer_done && !page.has_more {
             break;
         }
-        assert!(pages < 10_000, "paging never reached the end");
-        tokio::task::yield_now().await;
+        if !page.has_more {
+            // Caught up: unless a newer commit already landed, wait for the next one (or the
+            // writer's end: a dropped sender ends the wait) instead of spinning.
+            let newest = *commits.borrow_and_update();
+            if newest <= page.latest_seq
+                && tokio::time::timeout(COMMIT_DEADLINE, commits.changed())
+                    .await
+                    .is_err()
+            {
+                panic!("no commit within {COMMIT_DEADLINE:?} while paging at {after}");
+            }
+        }
     }
     let final_seq = joined(writer).await;
     assert_eq!(seen, (1..=final_seq).collect::<Vec<_>>());

@@ -242,3 +242,150 @@ pub async fn inspect_tracks_operational_state(env: &Env<'_>) {
     );
     assert_eq!(info.run, run);
 }
+
+/// Drains every page of `query` (limit as given), asserting each page on its own with `each`,
+/// and returns the ids in page order. Bounded: a page that neither returns a run nor ends the
+/// listing fails the case.
+async fn every_page(
+    env: &Env<'_>,
+    mut query: RunQuery,
+    each: impl Fn(&docket_core::model::RunSummary) -> bool,
+) -> Vec<String> {
+    let mut seen = Vec::new();
+    loop {
+        let page = list(env, &query).await;
+        for run in &page.runs {
+            assert!(
+                each(run),
+                "page after {:?} holds {} which the filter excludes",
+                query.before,
+                run.id
+            );
+        }
+        seen.extend(ids(&page));
+        if !page.has_more {
+            return seen;
+        }
+        assert!(
+            !page.runs.is_empty(),
+            "a page with has_more returned no run"
+        );
+        query.before = page.next_before;
+    }
+}
+
+/// Both graph filters apply together: the graph id and the hash of one of its versions select
+/// that version's runs only, and a hash of another graph id selects nothing.
+pub async fn run_listing_by_graph_id_and_hash_applies_both(env: &Env<'_>) {
+    let v1 = env.publish_tiny(&OwnerScope::Tenantless).await;
+    let v2 = tiny_graph_version(&OwnerScope::Tenantless, "g", 2);
+    env.publish(&v2, t(0)).await;
+    let h = tiny_graph_version(&OwnerScope::Tenantless, "h", 1);
+    env.publish(&h, t(0)).await;
+    env.start(&v1, "on-v1", t(1)).await;
+    env.start(&v2, "on-v2", t(2)).await;
+    env.start(&h, "on-h", t(3)).await;
+    let both = |graph_id: &str, hash: &Published| RunQuery {
+        graph_id: Some(GraphId::new(graph_id).expect("id")),
+        graph_hash: Some(hash.graph_ref.graph_hash.clone()),
+        ..run_query(10)
+    };
+    assert_eq!(ids(&list(env, &both("g", &v1)).await), ["on-v1"]);
+    assert_eq!(ids(&list(env, &both("g", &v2)).await), ["on-v2"]);
+    assert!(list(env, &both("h", &v1)).await.runs.is_empty());
+}
+
+/// Filters hold on every page, not only the first: paging one run at a time through runs of
+/// two graphs and three statuses returns exactly the matching runs, newest first.
+pub async fn run_filters_hold_on_every_page(env: &Env<'_>) {
+    let g = env.publish_tiny(&OwnerScope::Tenantless).await;
+    let h = tiny_graph_version(&OwnerScope::Tenantless, "h", 1);
+    env.publish(&h, t(0)).await;
+    // Interleaved so every filter's matches are spread over the whole listing.
+    let mut expected_g = Vec::new();
+    let mut expected_done = Vec::new();
+    for i in 0..6i64 {
+        let (graph, id) = if i % 2 == 0 {
+            (&g, format!("g-{i}"))
+        } else {
+            (&h, format!("h-{i}"))
+        };
+        let run = env.start(graph, &id, t(10 + i)).await;
+        if i % 3 == 0 {
+            let moment = moment_to(&run, RunStatus::Done, t(100));
+            ok(
+                env.store()
+                    .commit_unclaimed(
+                        &Scope::System,
+                        run.checkpoint_seq,
+                        unclaimed_commit(&moment, t(100)),
+                        moment.events.clone(),
+                    )
+                    .await,
+                "commit_unclaimed",
+            );
+            expected_done.push(id.clone());
+        }
+        if i % 2 == 0 {
+            expected_g.push(id);
+        }
+    }
+    expected_g.reverse();
+    expected_done.reverse();
+    let by_id = RunQuery {
+        graph_id: Some(GraphId::new("g").expect("id")),
+        ..run_query(1)
+    };
+    let g_id = g.graph_ref.graph_id.clone();
+    assert_eq!(
+        every_page(env, by_id, |r| r.graph_id == g_id).await,
+        expected_g
+    );
+    let by_hash = RunQuery {
+        graph_hash: Some(g.graph_ref.graph_hash.clone()),
+        ..run_query(1)
+    };
+    let g_hash = g.graph_ref.graph_hash.clone();
+    assert_eq!(
+        every_page(env, by_hash, |r| r.graph_hash == g_hash).await,
+        expected_g
+    );
+    let by_status = RunQuery {
+        statuses: Some(vec![RunStatus::Done]),
+        ..run_query(1)
+    };
+    assert_eq!(
+        every_page(env, by_status, |r| r.status == RunStatus::Done).await,
+        expected_done
+    );
+}
+
+/// The graph id filter is an exact match: `g` selects neither `g2` nor `gg`.
+pub async fn run_listing_by_graph_id_is_an_exact_match(env: &Env<'_>) {
+    let mut graphs = Vec::new();
+    for id in ["g", "g2", "gg"] {
+        let graph = tiny_graph_version(&OwnerScope::Tenantless, id, 1);
+        env.publish(&graph, t(0)).await;
+        graphs.push(graph);
+    }
+    for (i, graph) in graphs.iter().enumerate() {
+        env.start(
+            graph,
+            &format!("on-{}", graph.graph_ref.graph_id),
+            t(i as i64),
+        )
+        .await;
+    }
+    for graph in &graphs {
+        let id = graph.graph_ref.graph_id.clone();
+        let page = list(
+            env,
+            &RunQuery {
+                graph_id: Some(id.clone()),
+                ..run_query(10)
+            },
+        )
+        .await;
+        assert_eq!(ids(&page), [format!("on-{id}")], "filter {id}");
+    }
+}

@@ -8,7 +8,7 @@
 
 use crate::model::{ClaimToken, Run, RunId, Scope, Timestamp};
 use crate::store::rules::claim_pass::{claim_pass, ClaimRow};
-use crate::store::rules::ops::{
+use crate::store::rules::effects::{
     apply_abandon, apply_refresh, apply_release, apply_retry_poisoned, validate_abandon_policy,
 };
 use crate::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, StoreError};

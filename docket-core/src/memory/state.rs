@@ -14,8 +14,8 @@ use crate::model::{
     validate_durable, Event, GraphHash, GraphId, OperationalState, OwnerScope, Run, RunId,
     RunStatus, Scope, Timestamp,
 };
+use crate::store::rules::effects::check_row_invariants;
 use crate::store::rules::events::StoredEvent;
-use crate::store::rules::ops::check_row_invariants;
 use crate::store::StoreError;
 
 /// Everything the store holds. Only ever touched under the store's lock.

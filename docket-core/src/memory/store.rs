@@ -15,15 +15,17 @@ use crate::store::{
     InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
 };
 
+use crate::store::rules::transition::{Commit, Init, Planned};
+
 use super::{claims, graphs, prune, reads, transitions, MemoryStore};
 
 impl MemoryStore {
     /// Sends a hint when a transition left a wake that is already due.
-    fn finish(&self, committed: transitions::Committed) -> Run {
-        if committed.wake_due {
+    fn finish(&self, planned: Planned) -> Run {
+        if planned.wake_due {
             self.hint();
         }
-        committed.run
+        planned.run
     }
 }
 
@@ -35,8 +37,9 @@ impl RunStore for MemoryStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let committed = transitions::initialize(&mut *self.lock()?, owner, proposal, events)?;
-        Ok(self.finish(committed))
+        let init = Init::new(owner, proposal, &events)?;
+        let planned = transitions::initialize(&mut *self.lock()?, owner, init)?;
+        Ok(self.finish(planned))
     }
 
     async fn commit_claimed(
@@ -45,14 +48,14 @@ impl RunStore for MemoryStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let committed = transitions::commit_claimed(
+        let commit = Commit::claimed(proposal, &events)?;
+        let planned = transitions::commit(
             &mut *self.lock()?,
             scope,
-            proposal,
-            events,
+            commit,
             self.faults.skip_claimed_seq_fence,
         )?;
-        Ok(self.finish(committed))
+        Ok(self.finish(planned))
     }
 
     async fn commit_unclaimed(
@@ -62,14 +65,9 @@ impl RunStore for MemoryStore {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let committed = transitions::commit_unclaimed(
-            &mut *self.lock()?,
-            scope,
-            expected_seq,
-            proposal,
-            events,
-        )?;
-        Ok(self.finish(committed))
+        let commit = Commit::unclaimed(expected_seq, proposal, &events)?;
+        let planned = transitions::commit(&mut *self.lock()?, scope, commit, false)?;
+        Ok(self.finish(planned))
     }
 
     async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {

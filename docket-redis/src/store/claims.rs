@@ -5,7 +5,7 @@ use docket_core::model::{
     ClaimToken, GraphHash, GraphId, OwnerScope, PoisonReason, Run, RunId, RunStatus, Scope,
     Timestamp, MAX_PAGE_LIMIT,
 };
-use docket_core::store::rules::ops::{backoff_wake, validate_abandon_policy};
+use docket_core::store::rules::effects::{backoff_wake, validate_abandon_policy};
 use docket_core::store::{
     AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimPolicy,
     PoisonedClaim, StoreError,

@@ -1,16 +1,14 @@
 //! The three transitions: `initialize`, `commit_claimed`, `commit_unclaimed`.
 //!
-//! Rust runs every pure rule first (`rules::transition::validate_*`, which also normalizes the
-//! events); the script then checks what only the stored row can tell, in the order of spec §4.1
-//! (scope → identity → fences → status matrix → events), before its first write.
+//! Rust runs the transition kernel's stateless checks first (`Init::new`, `Commit::claimed`,
+//! `Commit::unclaimed`, which also normalize the events) and computes what the commit writes
+//! (`Commit::committed_state`, `allowed_from`); the script then checks what only the stored row
+//! can tell, in the kernel's order (scope → identity → `checkpoint_seq` fence → token fence →
+//! status matrix → events), before its first write.
 
-use docket_core::model::{Event, OwnerScope, Run, RunStatus, Scope, Timestamp};
-use docket_core::store::rules::transition::{
-    validate_claimed, validate_initialize, validate_unclaimed,
-};
-use docket_core::store::{
-    ClaimedCommit, ClaimedSchedule, InitProposal, ReleaseWake, StoreError, UnclaimedCommit,
-};
+use docket_core::model::{Event, OperationalState, OwnerScope, Run, RunStatus, Scope, Timestamp};
+use docket_core::store::rules::transition::{self, Commit, Init};
+use docket_core::store::{ClaimedCommit, InitProposal, StoreError, UnclaimedCommit};
 
 use super::{Params, RedisStore};
 use crate::codec::{encode_event, encode_run};
@@ -18,14 +16,27 @@ use crate::error::Access;
 use crate::keys::seq_member;
 use crate::scripts::expect_ok;
 
-/// Stored statuses that may become `to` (the status matrix stays in core).
+/// Stored statuses that may become `to`, comma-separated (the status matrix stays in core).
 fn allowed_from(to: RunStatus) -> String {
-    RunStatus::DURABLE
+    transition::allowed_from(to)
         .iter()
-        .filter(|from| from.can_become(to))
         .map(|s| s.as_str())
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The row's operational state after a commit, as the scripts' parameters.
+fn committed(params: Params, ops: &OperationalState) -> Params {
+    params
+        .set("retain", if ops.claim_token.is_some() { "1" } else { "0" })
+        .set("wake_at", opt_time(ops.wake_at))
+        .set("attempts", ops.claim_attempts)
+        .set("abandons", ops.claim_abandons)
+        .set("poisoned_at", opt_time(ops.poison.map(|p| p.poisoned_at)))
+        .set(
+            "poison_reason",
+            ops.poison.map_or("", |p| p.reason.as_str()),
+        )
 }
 
 fn opt_time(t: Option<Timestamp>) -> String {
@@ -96,8 +107,9 @@ impl RedisStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let events = validate_initialize(owner, &proposal, &events)?;
-        let run = &proposal.run;
+        let init = Init::new(owner, proposal, &events)?;
+        let run = init.run();
+        let wake_at = init.initial_state().wake_at;
         let k = self.keys();
         let keys = vec![
             k.run(&run.id),
@@ -121,17 +133,20 @@ impl RedisStore {
             .set("step", run.step)
             .set("started_at", opt_time(run.started_at))
             .set("updated_at", opt_time(run.updated_at))
-            .set("wake_at", proposal.wake_at.as_micros())
-            .set("ckpt_type", proposal.checkpoint_type.as_str())
-            .set("now", proposal.now.as_micros())
-            .set("notify", due(Some(proposal.wake_at), proposal.now));
+            .set("wake_at", opt_time(wake_at))
+            .set(
+                "ckpt_type",
+                init.initial_state().latest_checkpoint_type.as_str(),
+            )
+            .set("now", init.now().as_micros())
+            .set("notify", due(wake_at, init.now()));
         let mut args = vec![params.into_arg()];
-        args.extend(document_and_events(run, &events)?);
+        args.extend(document_and_events(run, init.events())?);
         let reply = self
             .script(&self.scripts().initialize, &keys, &args, Access::Write)
             .await?;
         expect_ok(&reply)?;
-        Ok(proposal.run)
+        Ok(init.run().clone())
     }
 
     pub(crate) async fn do_commit_claimed(
@@ -140,32 +155,12 @@ impl RedisStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let events = validate_claimed(&proposal, &events)?;
-        let run = &proposal.run;
-        let (retain, wake) = match proposal.schedule {
-            ClaimedSchedule::RetainClaim => (true, None),
-            ClaimedSchedule::Release(wake) => (false, wake.wake_at(proposal.now)),
-        };
-        let params = proposed(self.wake_params(Params::new()).scope(scope), run)
-            .set("expected_seq", proposal.expected_seq)
-            .set("token", proposal.claim_token.as_str())
-            .set("ckpt_type", proposal.checkpoint_type.as_str())
-            .set("retain", if retain { "1" } else { "0" })
-            .set("wake_at", opt_time(wake))
-            .set("now", proposal.now.as_micros())
-            .set("notify", due(wake, proposal.now));
-        let mut args = vec![params.into_arg()];
-        args.extend(document_and_events(run, &events)?);
-        let reply = self
-            .script(
-                &self.scripts().commit_claimed,
-                &self.commit_keys(run),
-                &args,
-                Access::Write,
-            )
-            .await?;
-        expect_ok(&reply)?;
-        Ok(proposal.run)
+        let commit = Commit::claimed(proposal, &events)?;
+        let token = commit.fence().token().map_or("", |t| t.as_str());
+        let params = proposed(self.wake_params(Params::new()).scope(scope), commit.run())
+            .set("token", token);
+        self.commit(&self.scripts().commit_claimed, params, &commit)
+            .await
     }
 
     pub(crate) async fn do_commit_unclaimed(
@@ -175,27 +170,33 @@ impl RedisStore {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let events = validate_unclaimed(expected_seq, &proposal, &events)?;
-        let run = &proposal.run;
-        let wake = ReleaseWake::wake_at(proposal.wake, proposal.now);
-        let params = proposed(self.wake_params(Params::new()).scope(scope), run)
-            .set("expected_seq", expected_seq)
-            .set("ckpt_type", proposal.checkpoint_type.as_str())
-            .set("wake_at", opt_time(wake))
-            .set("now", proposal.now.as_micros())
-            .set("notify", due(wake, proposal.now));
+        let commit = Commit::unclaimed(expected_seq, proposal, &events)?;
+        let params = proposed(self.wake_params(Params::new()).scope(scope), commit.run());
+        self.commit(&self.scripts().commit_unclaimed, params, &commit)
+            .await
+    }
+
+    /// Runs one of the two commit scripts with the parameters both share.
+    async fn commit(
+        &self,
+        script: &redis::Script,
+        params: Params,
+        commit: &Commit,
+    ) -> Result<Run, StoreError> {
+        let ops = commit.committed_state();
+        let params = committed(params, &ops)
+            .set("expected_seq", commit.expected_seq())
+            .set("ckpt_type", commit.checkpoint_type().as_str())
+            .set("now", commit.now().as_micros())
+            .set("notify", due(ops.wake_at, commit.now()));
+        let run = commit.run();
         let mut args = vec![params.into_arg()];
-        args.extend(document_and_events(run, &events)?);
+        args.extend(document_and_events(run, commit.events())?);
         let reply = self
-            .script(
-                &self.scripts().commit_unclaimed,
-                &self.commit_keys(run),
-                &args,
-                Access::Write,
-            )
+            .script(script, &self.commit_keys(run), &args, Access::Write)
             .await?;
         expect_ok(&reply)?;
-        Ok(proposal.run)
+        Ok(run.clone())
     }
 }
 

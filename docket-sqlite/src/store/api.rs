@@ -9,81 +9,40 @@ use futures::stream;
 
 use docket_core::graph::GraphDocument;
 use docket_core::model::{
-    CheckpointType, ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
+    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
     GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
 };
+use docket_core::store::rules::effects::validate_abandon_policy;
 use docket_core::store::rules::graph::encode_for_save;
-use docket_core::store::rules::ops::validate_abandon_policy;
 use docket_core::store::rules::queries::{
     validate_event_query, validate_graph_query, validate_prune_policy, validate_run_query,
 };
-use docket_core::store::rules::transition::{
-    validate_claimed, validate_initialize, validate_unclaimed,
-};
+use docket_core::store::rules::transition::{Commit, Init, Planned};
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, ClaimedSchedule,
-    GraphStore, InitProposal, PrunePolicy, PruneReport, ReleaseWake, RunStore, StoreError,
-    UnclaimedCommit, Wakeups,
+    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
+    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
 };
 
 use super::sql::{immediate, snapshot};
-use super::transitions::{Commit, Fence};
 use super::{claims, graphs, prune, reads, transitions, SqliteStore};
 
-/// A validated commit, owned so it can move to the writer thread.
-struct PendingCommit {
-    run: Run,
-    expected_seq: u64,
-    fence: OwnedFence,
-    checkpoint_type: CheckpointType,
-    now: Timestamp,
-}
-
-enum OwnedFence {
-    Claimed {
-        token: ClaimToken,
-        schedule: ClaimedSchedule,
-    },
-    Unclaimed {
-        wake: ReleaseWake,
-    },
-}
-
 impl SqliteStore {
-    async fn commit(
-        &self,
-        scope: &Scope,
-        pending: PendingCommit,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        let scope = scope.clone();
-        let committed = self
-            .inner
-            .workers
-            .write(move |conn| {
-                let fence = match &pending.fence {
-                    OwnedFence::Claimed { token, schedule } => Fence::Claimed {
-                        token,
-                        schedule: *schedule,
-                    },
-                    OwnedFence::Unclaimed { wake } => Fence::Unclaimed { wake: *wake },
-                };
-                let proposal = Commit {
-                    run: &pending.run,
-                    expected_seq: pending.expected_seq,
-                    fence,
-                    checkpoint_type: pending.checkpoint_type,
-                    now: pending.now,
-                };
-                immediate(conn, |tx| {
-                    transitions::commit(tx, &scope, &proposal, events)
-                })
-            })
-            .await?;
-        if committed.due {
+    /// Sends a hint when a transition left a wake that is already due.
+    fn finish(&self, planned: Planned) -> Run {
+        if planned.wake_due {
             self.hint();
         }
-        Ok(committed.run)
+        planned.run
+    }
+
+    async fn commit(&self, scope: &Scope, commit: Commit) -> Result<Run, StoreError> {
+        let scope = scope.clone();
+        let planned = self
+            .inner
+            .workers
+            .write(move |conn| immediate(conn, |tx| transitions::commit(tx, &scope, commit)))
+            .await?;
+        Ok(self.finish(planned))
     }
 }
 
@@ -95,21 +54,14 @@ impl RunStore for SqliteStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let events = validate_initialize(owner, &proposal, &events)?;
+        let init = Init::new(owner, proposal, &events)?;
         let owner = owner.clone();
-        let committed = self
+        let planned = self
             .inner
             .workers
-            .write(move |conn| {
-                immediate(conn, |tx| {
-                    transitions::initialize(tx, &owner, &proposal, events)
-                })
-            })
+            .write(move |conn| immediate(conn, |tx| transitions::initialize(tx, &owner, init)))
             .await?;
-        if committed.due {
-            self.hint();
-        }
-        Ok(committed.run)
+        Ok(self.finish(planned))
     }
 
     async fn commit_claimed(
@@ -118,26 +70,8 @@ impl RunStore for SqliteStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let events = validate_claimed(&proposal, &events)?;
-        let ClaimedCommit {
-            run,
-            expected_seq,
-            claim_token,
-            checkpoint_type,
-            schedule,
-            now,
-        } = proposal;
-        let pending = PendingCommit {
-            run,
-            expected_seq,
-            fence: OwnedFence::Claimed {
-                token: claim_token,
-                schedule,
-            },
-            checkpoint_type,
-            now,
-        };
-        self.commit(scope, pending, events).await
+        self.commit(scope, Commit::claimed(proposal, &events)?)
+            .await
     }
 
     async fn commit_unclaimed(
@@ -147,21 +81,8 @@ impl RunStore for SqliteStore {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let events = validate_unclaimed(expected_seq, &proposal, &events)?;
-        let UnclaimedCommit {
-            run,
-            checkpoint_type,
-            wake,
-            now,
-        } = proposal;
-        let pending = PendingCommit {
-            run,
-            expected_seq,
-            fence: OwnedFence::Unclaimed { wake },
-            checkpoint_type,
-            now,
-        };
-        self.commit(scope, pending, events).await
+        self.commit(scope, Commit::unclaimed(expected_seq, proposal, &events)?)
+            .await
     }
 
     async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {

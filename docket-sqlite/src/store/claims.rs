@@ -2,14 +2,14 @@
 //! and poison (`claim_due`), refresh, release, abandon and poison recovery.
 //!
 //! SQL only narrows the candidates through the ready/expired partial indexes; which of them are
-//! claimable, in which order, and what happens to each comes from `rules::ops` and
+//! claimable, in which order, and what happens to each comes from `rules::effects` and
 //! `rules::claim_order` (key = run id), exactly like the reference store.
 
 use rusqlite::{params, Connection};
 
 use docket_core::model::{ClaimToken, Run, RunId, Scope, Timestamp};
 use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
-use docket_core::store::rules::ops::{
+use docket_core::store::rules::effects::{
     apply_abandon, apply_refresh, apply_release, apply_retry_poisoned,
 };
 use docket_core::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, StoreError};

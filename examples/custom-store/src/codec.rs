@@ -2,7 +2,7 @@
 //! breaks a durable rule or disagrees with its key is `Corrupt`, never "absent".
 
 use docket_core::model::{validate_durable, Event, Run, RunId};
-use docket_core::store::rules::ops::check_row_invariants;
+use docket_core::store::rules::effects::check_row_invariants;
 use docket_core::store::StoreError;
 
 use crate::tables::{Columns, EventRow, RunRow};

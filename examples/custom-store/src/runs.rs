@@ -1,5 +1,6 @@
 //! [`RunStore`]: transitions, reads, claims, events and retention over the locked tables.
 
+use docket_core::store::rules::transition::{Commit, Init};
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
@@ -8,7 +9,7 @@ use docket_core::model::{
     RunPage, RunQuery, RunSummary, Scope, Timestamp,
 };
 use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
-use docket_core::store::rules::ops::{
+use docket_core::store::rules::effects::{
     apply_abandon, apply_refresh, apply_release, apply_retry_poisoned, validate_abandon_policy,
 };
 use docket_core::store::rules::queries::{
@@ -155,7 +156,8 @@ impl RunStore for MapStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        transitions::initialize(&mut *self.lock()?, owner, proposal, events)
+        let init = Init::new(owner, proposal, &events)?;
+        transitions::initialize(&mut *self.lock()?, owner, init)
     }
 
     async fn commit_claimed(
@@ -164,7 +166,8 @@ impl RunStore for MapStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        transitions::commit_claimed(&mut *self.lock()?, scope, proposal, events)
+        let commit = Commit::claimed(proposal, &events)?;
+        transitions::commit(&mut *self.lock()?, scope, commit)
     }
 
     async fn commit_unclaimed(
@@ -174,7 +177,8 @@ impl RunStore for MapStore {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        transitions::commit_unclaimed(&mut *self.lock()?, scope, expected_seq, proposal, events)
+        let commit = Commit::unclaimed(expected_seq, proposal, &events)?;
+        transitions::commit(&mut *self.lock()?, scope, commit)
     }
 
     async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {

@@ -276,3 +276,44 @@ pub async fn a_commit_resets_the_abandon_count(env: &Env<'_>) {
     let info = env.inspect(&c.run.id).await;
     assert_eq!((info.claim_abandons, info.claim_attempts), (0, 0));
 }
+
+/// The backoff cap holds whatever the doubling would give: base 40 and cap 100 wake at +40,
+/// +80, then +100 for every further abandon; a cap equal to the base never grows at all.
+pub async fn non_poisoning_backoff_never_exceeds_its_cap(env: &Env<'_>) {
+    let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
+    for (id, base_ms, cap_ms, expected) in [
+        ("capped", 40, 100, [40, 80, 100, 100, 100, 100]),
+        ("flat", 70, 70, [70; 6]),
+    ] {
+        let run = env.start(&graph, id, t(0)).await;
+        let mut delays = Vec::new();
+        for round in 1..=6i64 {
+            let at = t(round * 10_000);
+            let lease = env.claim(at).await;
+            assert_eq!(lease.run_id, run.id, "the only due run is claimed");
+            let mut policy = abandon_policy(lease.checkpoint_seq, at, at, 1);
+            policy.mode = AbandonMode::NonPoisoning {
+                backoff: Some(AbandonBackoff { base_ms, cap_ms }),
+            };
+            assert_eq!(
+                abandon(env, &lease, &policy).await,
+                AbandonOutcome::Rescheduled
+            );
+            let wake = env.inspect(&run.id).await.wake_at.expect("rescheduled");
+            delays.push(wake.millis_since(at));
+        }
+        assert_eq!(delays, expected, "{id}: base {base_ms}, cap {cap_ms}");
+        let moment = moment_to(&run, RunStatus::Cancelled, t(100_000));
+        ok(
+            env.store()
+                .commit_unclaimed(
+                    &Scope::System,
+                    run.checkpoint_seq,
+                    unclaimed_commit(&moment, t(100_000)),
+                    moment.events.clone(),
+                )
+                .await,
+            "cancel the run so the next one is the only due run",
+        );
+    }
+}

@@ -12,7 +12,7 @@ use crate::model::{
 use crate::store::claim::{ClaimBatch, ClaimLease, ClaimPolicy, PoisonedClaim};
 
 use super::claim_order::{select, Candidate};
-use super::ops::{apply_claim_poison, apply_lease, claim_class, claim_decision, ClaimDecision};
+use super::effects::{apply_claim_poison, apply_lease, claim_class, claim_decision, ClaimDecision};
 
 /// What the claim rules need to know of one stored run (columns only, never the document).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,7 +106,7 @@ mod tests {
     use super::*;
     use crate::model::{PoisonReason, Timestamp};
     use crate::store::claim::ClaimClass;
-    use crate::store::rules::ops::initial_state;
+    use crate::store::rules::effects::initial_state;
 
     fn row(id: &str, wake_ms: i64, attempts: u32) -> ClaimRow {
         let mut ops = initial_state(Timestamp::from_millis(wake_ms));

@@ -3,8 +3,8 @@
 
 pub mod claim_order;
 pub mod claim_pass;
+pub mod effects;
 pub mod events;
 pub mod graph;
-pub mod ops;
 pub mod queries;
 pub mod transition;

@@ -10,7 +10,7 @@ use crate::model::{
 };
 use crate::store::claim::{AbandonMode, AbandonOutcome, AbandonPolicy, ClaimClass};
 use crate::store::error::StoreError;
-use crate::store::schedule::{ClaimedSchedule, ReleaseWake};
+use crate::store::schedule::ClaimedSchedule;
 
 /// The row of a freshly initialized run.
 #[must_use]
@@ -48,16 +48,6 @@ pub fn apply_commit(
             ops.wake_at = wake.wake_at(now);
         }
     }
-}
-
-/// Effect of a committed signal (always a release).
-pub fn apply_unclaimed_commit(
-    ops: &mut OperationalState,
-    checkpoint_type: CheckpointType,
-    wake: ReleaseWake,
-    now: Timestamp,
-) {
-    apply_commit(ops, checkpoint_type, ClaimedSchedule::Release(wake), now);
 }
 
 /// Whether the row is claimable now, and as which class with which eligibility time.
@@ -286,6 +276,7 @@ mod tests {
 
     use super::*;
     use crate::store::claim::AbandonBackoff;
+    use crate::store::schedule::ReleaseWake;
 
     fn t(ms: i64) -> Timestamp {
         Timestamp::from_millis(ms)
