@@ -87,7 +87,10 @@ impl Harness for SqliteHarness {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { wakeups: true }
+        Capabilities {
+            wakeups: true,
+            ops_registry: false,
+        }
     }
 
     async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {

@@ -27,7 +27,10 @@ impl Harness for MapHarness {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { wakeups: false }
+        Capabilities {
+            wakeups: false,
+            ops_registry: false,
+        }
     }
 
     async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
