@@ -1,6 +1,7 @@
 //! Running cases: one per `#[test]` (the [`crate::suite!`] macro) or all of them with a report
 //! ([`crate::run_all`]).
 
+use std::io::Write as _;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
@@ -65,7 +66,9 @@ pub const CASE_TIMEOUT: Duration = Duration::from_secs(300);
 /// When the case fails (that is how a test fails), or the runtime or store cannot be set up.
 pub fn run_test<H: Harness>(harness: &H, info: &CaseInfo) {
     if let Some(reason) = info.skip_reason(harness) {
-        eprintln!("SKIPPED {}: {reason}", info.test_name());
+        // Straight to the process's stderr: the test harness captures `eprintln!` of passing
+        // tests, and a skip must never pass silently.
+        let _ = writeln!(std::io::stderr(), "SKIPPED {}: {reason}", info.test_name());
         return;
     }
     let case = info.run;

@@ -43,11 +43,15 @@ pub async fn run(url: &str, args: ConformanceArgs) -> CliResult {
     };
     print!("{report}");
     if report.is_success() {
-        println!(
-            "conformance: all {} cases that ran passed ({} skipped)",
-            report.total(),
-            report.skipped()
-        );
+        if report.skipped() == 0 {
+            println!("conformance: all {} cases passed", report.total());
+        } else {
+            println!(
+                "conformance: all {} cases that ran passed; {} skipped (see SKIPPED above)",
+                report.total(),
+                report.skipped()
+            );
+        }
         Ok(ExitCode::SUCCESS)
     } else {
         println!(
