@@ -56,6 +56,7 @@ pub(crate) fn register(
 ) -> Result<(), OpsError> {
     let owner = owner_key(&record.owner);
     let id = record.id.to_string();
+    // Live rows are exactly those without a completion sequence (a CHECK of the table).
     let (retired, taken, active): (Option<i64>, bool, i64) = tx
         .prepare_cached(
             "SELECT (SELECT retired FROM docket_ops_owners WHERE owner_id = ?1), \

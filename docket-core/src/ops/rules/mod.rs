@@ -2,7 +2,7 @@
 //! ([`table`]), which refusals a caller may treat as success ([`idempotence`]), input
 //! validation ([`validate`]), registration and admission ([`admission`]), retention
 //! ([`retention`]), listing order and pages ([`pages`]), record invariants ([`record`]) and,
-//! for the backends that decide in Rust, applying a transition to a record ([`apply`]).
+//! for the backends that decide in Rust, applying a transition to a record ([`mod@apply`]).
 //!
 //! Backends encode these conditions; they never re-decide them. A backend that decides in
 //! Rust calls these functions inside its critical section or transaction; a backend that

@@ -1,7 +1,7 @@
 //! The state machine as data: for each [`OperationAction`], the statuses it may start from,
 //! the status it leads to, the outcome it must carry, and what else it writes.
 //!
-//! A backend that decides in Rust calls [`check_from`] / [`super::apply`]; a backend that
+//! A backend that decides in Rust calls [`check_from`] / [`super::apply()`]; a backend that
 //! decides in one statement or script renders its conditions from [`TABLE`] (or is tested
 //! against it), so the legal from-sets exist in exactly one place.
 
