@@ -92,3 +92,32 @@ async fn a_watch_resolves_when_another_task_ends_the_operation() {
         }
     );
 }
+
+#[tokio::test]
+async fn retention_is_configurable() {
+    use docket_core::ops::rules::Retention;
+
+    let store = MemoryStore::new().with_ops_retention(Retention::new(2).expect("valid"));
+    let t = Timestamp::from_millis;
+    for n in 0..4u128 {
+        let id = OperationId::from_uuid(Uuid::from_u128(100 + n));
+        let spec = OperationSpec::new(id, OperationKind::BackgroundToolOp, "op");
+        store
+            .register_operation(&owner(), &spec, None, t(1))
+            .await
+            .expect("registered");
+        store
+            .abort_provisioning(&owner(), &id, None, t(2))
+            .await
+            .expect("aborted");
+    }
+    for n in 0..4u128 {
+        let id = OperationId::from_uuid(Uuid::from_u128(100 + n));
+        let kept = store
+            .operation_snapshot(&owner(), &id)
+            .await
+            .expect("read")
+            .is_some();
+        assert_eq!(kept, n >= 2, "operation {n}");
+    }
+}
