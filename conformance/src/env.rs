@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use docket_core::model::{GraphRef, OwnerScope, RunId};
+use docket_core::ops::{OpsError, OpsErrorKind, OpsLifecycleRegistry};
 use docket_core::store::{Backend, StoreError, StoreErrorKind};
 
 use crate::harness::{Capabilities, Harness};
@@ -38,6 +39,8 @@ trait DynHarness: Send + Sync {
         owner: &OwnerScope,
         graph_ref: &GraphRef,
     ) -> Result<(), StoreError>;
+    async fn ops_snapshot_any(&self, guard: &AnyGuard) -> Result<String, StoreError>;
+    async fn reopen_any(&self, guard: &AnyGuard) -> Result<Arc<dyn Backend>, StoreError>;
 }
 
 fn typed<H: Harness>(guard: &AnyGuard) -> Result<&H::Guard, StoreError> {
@@ -84,6 +87,14 @@ impl<H: Harness> DynHarness for H {
     ) -> Result<(), StoreError> {
         self.corrupt_graph(typed::<H>(guard)?, owner, graph_ref)
             .await
+    }
+
+    async fn ops_snapshot_any(&self, guard: &AnyGuard) -> Result<String, StoreError> {
+        self.raw_ops_snapshot(typed::<H>(guard)?).await
+    }
+
+    async fn reopen_any(&self, guard: &AnyGuard) -> Result<Arc<dyn Backend>, StoreError> {
+        self.reopen(typed::<H>(guard)?).await
     }
 }
 
@@ -232,6 +243,91 @@ impl<'h> Env<'h> {
             .unwrap_or_else(|e| panic!("expected success without a change, got {e}"));
         let after = self.snapshot().await;
         assert_same_bytes(&before, &after, "an operation that must change nothing");
+        value
+    }
+}
+
+/// The operation registry: its store value, every stored byte, and the two checks of a
+/// rejected or no-op write.
+impl Env<'_> {
+    /// The backend's operation registry.
+    ///
+    /// # Panics
+    /// When the backend offers none (registry cases only run when the harness declares one).
+    #[must_use]
+    pub fn ops(&self) -> &dyn OpsLifecycleRegistry {
+        self.backend
+            .ops_registry()
+            .unwrap_or_else(|| panic!("the harness declares a registry the backend does not offer"))
+    }
+
+    /// Every stored byte of this case's registry.
+    ///
+    /// # Panics
+    /// When the harness cannot read the store.
+    pub async fn ops_snapshot(&self) -> String {
+        self.harness
+            .ops_snapshot_any(&self.guard)
+            .await
+            .unwrap_or_else(|e| panic!("the harness could not snapshot the registry: {e}"))
+    }
+
+    /// Everything stored, runs and registry, so a registry write is shown to touch neither.
+    async fn everything(&self) -> (String, String) {
+        (self.snapshot().await, self.ops_snapshot().await)
+    }
+
+    /// A new store value over this case's storage, as a restarted process would open it.
+    ///
+    /// # Panics
+    /// When the harness cannot reopen the store.
+    pub async fn reopen(&self) -> Arc<dyn Backend> {
+        self.harness
+            .reopen_any(&self.guard)
+            .await
+            .unwrap_or_else(|e| panic!("the harness could not reopen the store: {e}"))
+    }
+
+    /// Awaits a registry call that must fail with `kind`, then proves that nothing stored
+    /// changed (registry and runs). Returns the error for further checks.
+    ///
+    /// # Panics
+    /// When the call succeeds, fails differently, or changed a stored byte.
+    pub async fn ops_rejected<T, F>(&self, kind: OpsErrorKind, op: F) -> OpsError
+    where
+        T: Debug,
+        F: Future<Output = Result<T, OpsError>>,
+    {
+        let before = self.everything().await;
+        let error = match op.await {
+            Ok(value) => panic!("expected {kind:?}, got Ok({value:?})"),
+            Err(error) => error,
+        };
+        assert_eq!(error.kind(), kind, "unexpected error: {error}");
+        let after = self.everything().await;
+        let what = format!("a registry write rejected with {kind:?}");
+        assert_same_bytes(&before.1, &after.1, &what);
+        assert_same_bytes(&before.0, &after.0, &what);
+        error
+    }
+
+    /// Awaits a registry call that must succeed without changing a stored byte and returns
+    /// its value.
+    ///
+    /// # Panics
+    /// When the call fails or changed a stored byte.
+    pub async fn ops_unchanged<T, F>(&self, op: F) -> T
+    where
+        F: Future<Output = Result<T, OpsError>>,
+    {
+        let before = self.everything().await;
+        let value = op
+            .await
+            .unwrap_or_else(|e| panic!("expected success without a change, got {e}"));
+        let after = self.everything().await;
+        let what = "a registry call that must change nothing";
+        assert_same_bytes(&before.1, &after.1, what);
+        assert_same_bytes(&before.0, &after.0, what);
         value
     }
 }

@@ -12,14 +12,16 @@ pub mod runner;
 mod table;
 
 pub use env::Env;
-pub use harness::{Capabilities, Harness};
-pub use report::{cases, run_all, run_matching, run_observed, CaseFailure, FamilyReport, Report};
+pub use harness::{Capabilities, Harness, Requirement};
+pub use report::{
+    cases, run_all, run_matching, run_observed, CaseFailure, CaseOutcome, FamilyReport, Report,
+};
 pub use runner::{CaseFn, CaseInfo};
 
 /// Support for the macros; not part of the API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::catalogue::shims;
+    pub use crate::catalogue::{infos, shims};
     pub use crate::runner::run_test;
     pub use futures::future::BoxFuture;
     pub use pastey;

@@ -14,6 +14,10 @@
 /// Each test builds its own multi-threaded tokio runtime (4 workers), opens a fresh store from
 /// the harness expression (evaluated per test) and runs one case. Filter as usual:
 /// `cargo test --test conformance -- claims__` or `-- --list`.
+///
+/// A case of a family that needs an ability the harness does not declare (the operation
+/// registry families without [`crate::Capabilities::ops_registry`]) passes without running
+/// and prints `SKIPPED family__case: <why>` to stderr.
 #[macro_export]
 macro_rules! suite {
     ($name:ident, $harness:expr $(,)?) => {
@@ -29,14 +33,14 @@ macro_rules! suite {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __stamp_tests {
-    (($harness:expr) $($family:ident { $($case:ident),* $(,)? })*) => {
+    (($harness:expr) $($family:ident $(($need:ident))? { $($case:ident),* $(,)? })*) => {
         $($(
             $crate::__private::pastey::paste! {
                 #[test]
                 fn [<$family __ $case>]() {
                     $crate::__private::run_test(
                         &$harness,
-                        $crate::__private::shims::[<$family __ $case>],
+                        &$crate::__private::infos::[<$family __ $case>],
                     );
                 }
             }
@@ -47,7 +51,34 @@ macro_rules! __stamp_tests {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __catalogue {
-    (() $($family:ident { $($case:ident),* $(,)? })*) => {
+    (() $($family:ident $(($need:ident))? { $($case:ident),* $(,)? })*) => {
+        /// What each family needs beyond the mandatory contract.
+        #[allow(non_upper_case_globals)]
+        pub mod needs {
+            $(
+                #[doc = concat!("The requirements of family `", stringify!($family), "`.")]
+                pub const $family: &[$crate::harness::Requirement] =
+                    &[$($crate::harness::Requirement::$need)?];
+            )*
+        }
+
+        /// One entry per case (what the generated tests run).
+        #[allow(non_upper_case_globals)]
+        pub mod infos {
+            $($(
+                $crate::__private::pastey::paste! {
+                    #[doc = concat!("The entry of `", stringify!($family), "__",
+                                    stringify!($case), "`.")]
+                    pub const [<$family __ $case>]: $crate::CaseInfo = $crate::CaseInfo {
+                        family: stringify!($family),
+                        name: stringify!($case),
+                        run: super::shims::[<$family __ $case>],
+                        needs: super::needs::$family,
+                    };
+                }
+            )*)*
+        }
+
         /// One type-erased entry point per case (what the generated tests call).
         #[allow(non_snake_case)]
         pub mod shims {
@@ -67,11 +98,7 @@ macro_rules! __catalogue {
         /// Every case, in table order.
         pub static CASES: &[$crate::CaseInfo] = &[
             $($(
-                $crate::__private::pastey::paste!($crate::CaseInfo {
-                    family: stringify!($family),
-                    name: stringify!($case),
-                    run: shims::[<$family __ $case>],
-                }),
+                $crate::__private::pastey::paste!(infos::[<$family __ $case>]),
             )*)*
         ];
     };

@@ -1,5 +1,6 @@
 //! The harness of the reference memory store (and the model the property test compares every
-//! backend with).
+//! backend with). Reopening makes a new store value over the same shared state, which is what
+//! a restart would find in a durable store.
 
 use std::sync::Arc;
 
@@ -24,7 +25,10 @@ impl Harness for MemoryHarness {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { wakeups: true }
+        Capabilities {
+            wakeups: true,
+            ops_registry: true,
+        }
     }
 
     async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
@@ -51,5 +55,13 @@ impl Harness for MemoryHarness {
         graph_ref: &GraphRef,
     ) -> Result<(), StoreError> {
         guard.corrupt_graph(owner, graph_ref)
+    }
+
+    async fn raw_ops_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
+        Ok(guard.raw_ops_snapshot())
+    }
+
+    async fn reopen(&self, guard: &Self::Guard) -> Result<Arc<dyn Backend>, StoreError> {
+        Ok(Arc::new(guard.reopen()))
     }
 }

@@ -16,6 +16,35 @@ pub struct CaseFailure {
     pub message: String,
 }
 
+/// The outcome of one case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CaseOutcome {
+    /// It ran and passed.
+    Passed,
+    /// It ran and failed with this message (the first broken assertion).
+    Failed(String),
+    /// It did not run: the harness lacks what its family needs (the reason says what).
+    Skipped(&'static str),
+}
+
+impl CaseOutcome {
+    /// Whether the case ran and passed.
+    #[must_use]
+    pub fn is_passed(&self) -> bool {
+        matches!(self, CaseOutcome::Passed)
+    }
+
+    /// A one-word verdict: `ok`, `FAILED` or `skipped`.
+    #[must_use]
+    pub fn verdict(&self) -> &'static str {
+        match self {
+            CaseOutcome::Passed => "ok",
+            CaseOutcome::Failed(_) => "FAILED",
+            CaseOutcome::Skipped(_) => "skipped",
+        }
+    }
+}
+
 /// The outcome of one family.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FamilyReport {
@@ -25,6 +54,11 @@ pub struct FamilyReport {
     pub passed: usize,
     /// Its failed cases, in table order.
     pub failures: Vec<CaseFailure>,
+    /// How many of its cases were skipped, and why (every case of a family is skipped for
+    /// the same reason).
+    pub skipped: usize,
+    /// Why they were skipped.
+    pub skip_reason: Option<&'static str>,
 }
 
 impl FamilyReport {
@@ -43,10 +77,16 @@ pub struct Report {
 }
 
 impl Report {
-    /// Cases run.
+    /// Cases run (skipped ones not included).
     #[must_use]
     pub fn total(&self) -> usize {
         self.passed() + self.failed()
+    }
+
+    /// Cases skipped because the harness lacks what their family needs.
+    #[must_use]
+    pub fn skipped(&self) -> usize {
+        self.families.iter().map(|f| f.skipped).sum()
     }
 
     /// Cases passed.
@@ -61,7 +101,7 @@ impl Report {
         self.families.iter().map(|f| f.failures.len()).sum()
     }
 
-    /// Whether every case passed.
+    /// Whether every case that ran passed.
     #[must_use]
     pub fn is_success(&self) -> bool {
         self.failed() == 0
@@ -83,7 +123,7 @@ impl Report {
             .collect()
     }
 
-    fn record(&mut self, case: &CaseInfo, outcome: Result<(), String>) {
+    fn record(&mut self, case: &CaseInfo, outcome: CaseOutcome) {
         let index = match self.families.iter().position(|f| f.family == case.family) {
             Some(i) => i,
             None => {
@@ -96,11 +136,15 @@ impl Report {
         };
         if let Some(family) = self.families.get_mut(index) {
             match outcome {
-                Ok(()) => family.passed += 1,
-                Err(message) => family.failures.push(CaseFailure {
+                CaseOutcome::Passed => family.passed += 1,
+                CaseOutcome::Failed(message) => family.failures.push(CaseFailure {
                     case: case.name,
                     message,
                 }),
+                CaseOutcome::Skipped(reason) => {
+                    family.skipped += 1;
+                    family.skip_reason = Some(reason);
+                }
             }
         }
     }
@@ -108,23 +152,37 @@ impl Report {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{:<12} {:>6} {:>6}", "family", "passed", "failed")?;
+        writeln!(
+            f,
+            "{:<16} {:>6} {:>6} {:>7}",
+            "family", "passed", "failed", "skipped"
+        )?;
         for family in &self.families {
             writeln!(
                 f,
-                "{:<12} {:>6} {:>6}",
+                "{:<16} {:>6} {:>6} {:>7}",
                 family.family,
                 family.passed,
-                family.failures.len()
+                family.failures.len(),
+                family.skipped
             )?;
         }
         writeln!(
             f,
-            "{:<12} {:>6} {:>6}",
+            "{:<16} {:>6} {:>6} {:>7}",
             "total",
             self.passed(),
-            self.failed()
+            self.failed(),
+            self.skipped()
         )?;
+        for family in self.families.iter().filter(|f| f.skipped > 0) {
+            let reason = family.skip_reason.unwrap_or("not declared");
+            writeln!(
+                f,
+                "SKIPPED {} ({} cases): {reason}",
+                family.family, family.skipped
+            )?;
+        }
         for family in &self.families {
             for failure in &family.failures {
                 let first = failure.message.lines().next().unwrap_or("");
@@ -143,7 +201,8 @@ pub fn cases() -> &'static [CaseInfo] {
 
 /// Runs every case against fresh stores from `harness`, one after another, and reports per
 /// family. A failing case (a panic, or a hang past [`crate::runner::CASE_TIMEOUT`]) is
-/// recorded and the run goes on.
+/// recorded and the run goes on; a case whose family needs what the harness does not declare
+/// is recorded as skipped.
 ///
 /// Must run on a multi-threaded tokio runtime: the races need parallelism and the property
 /// test drives the store from a blocking section.
@@ -166,11 +225,11 @@ pub async fn run_observed<H, F, O>(harness: &H, select: F, mut observe: O) -> Re
 where
     H: Harness,
     F: Fn(&CaseInfo) -> bool,
-    O: FnMut(&CaseInfo, &Result<(), String>),
+    O: FnMut(&CaseInfo, &CaseOutcome),
 {
     let mut report = Report::default();
     for case in CASES.iter().filter(|c| select(c)) {
-        let outcome = run_caught(harness, case.run).await;
+        let outcome = run_caught(harness, case).await;
         observe(case, &outcome);
         report.record(case, outcome);
     }

@@ -1,6 +1,8 @@
 //! The case table: every family and case, in the order tests and reports list them.
 //!
-//! Adding a case means writing its `pub async fn` in `cases/<family>` and naming it here.
+//! Adding a case means writing its `pub async fn` in `cases/<family>` and naming it here. A
+//! family followed by `(Requirement)` runs only for harnesses that declare that ability and
+//! is reported as skipped for the others.
 
 #[doc(hidden)]
 #[macro_export]
@@ -301,6 +303,110 @@ macro_rules! __case_table {
             model {
                 random_sequences_match_the_memory_model,
                 fixed_sequences_match_the_memory_model,
+            }
+            ops_declared {
+                the_registry_is_offered_exactly_when_declared,
+            }
+            ops_states (OpsRegistry) {
+                absent_register_creates_a_provisioning_record,
+                absent_provisioning_succeeded_is_not_found,
+                absent_fail_is_not_found,
+                absent_abort_provisioning_is_not_found,
+                absent_cancel_is_not_found,
+                absent_request_retire_is_not_found,
+                absent_mark_retired_is_not_found,
+                absent_complete_is_not_found,
+                absent_terminate_owner_writes_nothing,
+                absent_report_progress_is_not_found,
+                provisioning_register_is_already_registered,
+                provisioning_provisioning_succeeded_runs_it,
+                provisioning_fail_fails_it,
+                provisioning_abort_provisioning_aborts_it,
+                provisioning_cancel_cancels_it,
+                provisioning_request_retire_is_invalid,
+                provisioning_mark_retired_is_invalid,
+                provisioning_complete_is_invalid,
+                provisioning_terminate_owner_terminates_it,
+                provisioning_report_progress_is_invalid,
+                running_register_is_already_registered,
+                running_provisioning_succeeded_is_invalid,
+                running_fail_fails_it,
+                running_abort_provisioning_is_invalid,
+                running_cancel_cancels_it,
+                running_request_retire_makes_it_retiring,
+                running_mark_retired_retires_it,
+                running_complete_completes_it,
+                running_terminate_owner_terminates_it,
+                running_report_progress_counts_a_tick,
+                retiring_register_is_already_registered,
+                retiring_provisioning_succeeded_is_invalid,
+                retiring_fail_fails_it,
+                retiring_abort_provisioning_is_invalid,
+                retiring_cancel_cancels_it,
+                retiring_request_retire_is_invalid,
+                retiring_mark_retired_retires_it,
+                retiring_complete_completes_it,
+                retiring_terminate_owner_terminates_it,
+                retiring_report_progress_counts_a_tick,
+                terminal_register_is_already_registered,
+                terminal_provisioning_succeeded_is_invalid,
+                terminal_fail_is_invalid,
+                terminal_abort_provisioning_is_invalid,
+                terminal_cancel_is_invalid,
+                terminal_request_retire_is_invalid,
+                terminal_mark_retired_is_invalid,
+                terminal_complete_is_invalid,
+                terminal_terminate_owner_leaves_it_alone,
+                terminal_report_progress_is_invalid,
+            }
+            ops_lifecycle (OpsRegistry) {
+                registration_stores_the_spec_the_owner_and_the_time,
+                a_life_stamps_its_start_and_its_end,
+                every_ending_records_its_exact_outcome,
+                terminal_records_are_immutable,
+                progress_ticks_count_while_running_and_retiring,
+                completion_sequences_count_each_owners_endings_from_one,
+                collect_completed_drains_in_completion_order_and_frees_the_ids,
+                the_admission_limit_counts_only_live_operations,
+                retention_keeps_the_newest_256_terminal_records,
+                terminate_owner_ends_live_operations_in_id_order,
+                listing_sorts_by_display_name_bytes_then_id,
+                listing_pages_with_an_exclusive_cursor,
+                a_watch_resolves_when_the_operation_ends,
+                a_watch_on_an_ended_or_unknown_operation_answers_at_once,
+            }
+            ops_owners (OpsRegistry) {
+                another_owners_operation_is_not_found,
+                the_same_id_under_two_owners_is_two_operations,
+                a_retired_owner_refuses_every_write,
+                reads_keep_working_after_retirement,
+                retiring_twice_changes_nothing,
+                retirement_is_per_owner,
+                terminate_owner_leaves_the_owner_open,
+            }
+            ops_bad_input (OpsRegistry) {
+                nil_owners_and_ids_are_invalid_arguments,
+                empty_and_oversized_names_are_refused,
+                malformed_and_unknown_kinds_are_refused,
+                malformed_sources_are_refused,
+                an_outcome_that_does_not_fit_its_action_is_refused,
+                oversized_texts_are_refused,
+                zero_limits_and_page_limits_out_of_range_are_refused,
+            }
+            ops_races (OpsRegistry) {
+                sixteen_concurrent_transitions_of_one_operation_have_exactly_one_winner,
+                thirty_two_concurrent_registrations_under_a_limit_of_four_admit_exactly_four,
+                concurrent_registrations_of_one_id_have_one_winner,
+                concurrent_endings_mint_gap_free_sequences_per_owner,
+                retirement_racing_endings_ends_each_operation_once,
+            }
+            ops_durability (OpsRegistry) {
+                everything_survives_a_reopen,
+                two_store_values_on_one_storage_see_each_others_writes,
+            }
+            ops_model (OpsRegistry) {
+                random_histories_match_the_memory_registry,
+                fixed_histories_match_the_memory_registry,
             }
         }
     };

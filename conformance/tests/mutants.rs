@@ -1,12 +1,17 @@
-//! A suite that cannot fail is no suite: three deliberately broken stores must each fail it,
+//! A suite that cannot fail is no suite: five deliberately broken stores must each fail it,
 //! and the families that catch them are asserted; the correct memory store passes `run_all`.
 //!
 //! * no `checkpoint_seq` check on claimed commits (a `MemoryStore` fault switch);
 //! * no claim-token check (a wrapper that learns every minted token from `claim_due` and
 //!   substitutes the current one into every claimed commit);
 //! * an abandon that does not hand the attempt back (a `MemoryStore` fault switch);
+//! * an operation transition without its from-set guard (a `MemoryStore` fault switch);
+//! * an owner's completion sequence read in one step and written in another (a `MemoryStore`
+//!   fault switch).
 //!
-//! and, each a layer over the correct memory store caught by a named case (the blind spots an
+//! A store without a registry skips the registry families and the report says so.
+//!
+//! And, each a layer over the correct memory store caught by a named case (the blind spots an
 //! outside review found): content accepted under a taken graph address, the hash filter
 //! dropped beside the id filter, run filters applied to the first page only, graph ids matched
 //! as prefixes (run listing, version listing, latest ref), a corrupt run read as absent, an
@@ -63,11 +68,22 @@ impl Harness for FaultyHarness {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { wakeups: true }
+        Capabilities {
+            wakeups: true,
+            ops_registry: true,
+        }
     }
 
     async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
         Ok(guard.raw_snapshot())
+    }
+
+    async fn raw_ops_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
+        Ok(guard.raw_ops_snapshot())
+    }
+
+    async fn reopen(&self, guard: &Self::Guard) -> Result<Arc<dyn Backend>, StoreError> {
+        Ok(Arc::new(guard.reopen()))
     }
 
     async fn corrupt_run(&self, guard: &Self::Guard, run_id: &RunId) -> Result<(), StoreError> {
@@ -155,11 +171,25 @@ impl Harness for TokenBlindHarness {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { wakeups: true }
+        Capabilities {
+            wakeups: true,
+            ops_registry: true,
+        }
     }
 
     async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
         Ok(guard.inner.raw_snapshot())
+    }
+
+    async fn raw_ops_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
+        Ok(guard.inner.raw_ops_snapshot())
+    }
+
+    async fn reopen(&self, guard: &Self::Guard) -> Result<Arc<dyn Backend>, StoreError> {
+        Ok(Arc::new(Layered(TokenBlindStore {
+            inner: guard.inner.reopen(),
+            minted: Mutex::default(),
+        })))
     }
 
     async fn corrupt_run(&self, guard: &Self::Guard, run_id: &RunId) -> Result<(), StoreError> {
@@ -259,6 +289,147 @@ async fn an_abandon_that_keeps_the_attempt_fails_the_suite() {
     }
 }
 
+/// Only the registry families (the run families cannot catch a registry fault).
+async fn run_registry_families<H: Harness>(harness: &H) -> Report {
+    run_matching(harness, |case| case.family.starts_with("ops_")).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_registry_without_its_from_set_guard_fails_the_suite() {
+    quiet_panics();
+    let mutant = FaultyHarness(Faults {
+        ops_skip_from_set_guard: true,
+        ..Faults::default()
+    });
+    let report = run_registry_families(&mutant).await;
+    assert_caught_by(
+        "no from-set guard",
+        &report,
+        &["ops_states", "ops_lifecycle", "ops_races", "ops_model"],
+    );
+    let states = report.family("ops_states").expect("ops_states ran");
+    for case in [
+        "provisioning_complete_is_invalid",
+        "running_provisioning_succeeded_is_invalid",
+        "terminal_cancel_is_invalid",
+    ] {
+        assert!(states.failed_names().contains(&case), "{case} passed");
+    }
+    let races = report.family("ops_races").expect("ops_races ran");
+    assert!(races
+        .failed_names()
+        .contains(&"sixteen_concurrent_transitions_of_one_operation_have_exactly_one_winner"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_registry_that_mints_sequences_in_two_steps_fails_the_suite() {
+    quiet_panics();
+    let mutant = FaultyHarness(Faults {
+        ops_racy_completion_seq: true,
+        ..Faults::default()
+    });
+    let report = run_registry_families(&mutant).await;
+    assert_caught_by("racy completion sequence", &report, &["ops_races"]);
+    let races = report.family("ops_races").expect("ops_races ran");
+    assert!(
+        races
+            .failed_names()
+            .contains(&"concurrent_endings_mint_gap_free_sequences_per_owner"),
+        "{report}"
+    );
+}
+
+/// The memory store with its registry hidden, as a store that implements only the run and
+/// graph traits would be.
+#[derive(Debug, Default)]
+struct NoRegistry {
+    inner: MemoryStore,
+}
+
+#[async_trait]
+impl StoreLayer for NoRegistry {
+    fn inner(&self) -> &dyn Backend {
+        &self.inner
+    }
+
+    fn offers_ops_registry(&self) -> bool {
+        false
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct NoRegistryHarness;
+
+#[async_trait]
+impl Harness for NoRegistryHarness {
+    type Guard = Arc<Layered<NoRegistry>>;
+
+    async fn open(&self) -> Result<(Arc<dyn Backend>, Self::Guard), StoreError> {
+        let store = Arc::new(Layered(NoRegistry::default()));
+        Ok((store.clone(), store))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            wakeups: true,
+            ops_registry: false,
+        }
+    }
+
+    async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
+        Ok(guard.inner.raw_snapshot())
+    }
+
+    async fn corrupt_run(&self, guard: &Self::Guard, run_id: &RunId) -> Result<(), StoreError> {
+        guard.inner.corrupt_run(run_id)
+    }
+
+    async fn corrupt_event(
+        &self,
+        guard: &Self::Guard,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        guard.inner.corrupt_event(run_id, seq)
+    }
+
+    async fn corrupt_graph(
+        &self,
+        guard: &Self::Guard,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<(), StoreError> {
+        guard.inner.corrupt_graph(owner, graph_ref)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_store_without_a_registry_skips_the_registry_families_and_says_so() {
+    let report = run_registry_families(&NoRegistryHarness).await;
+    assert!(report.is_success(), "{report}");
+    let declared = report.family("ops_declared").expect("ops_declared ran");
+    assert_eq!(
+        declared.passed, 1,
+        "the declaration is checked even without a registry"
+    );
+    let registry_cases = cases()
+        .iter()
+        .filter(|c| c.family.starts_with("ops_") && c.family != "ops_declared")
+        .count();
+    assert_eq!(report.skipped(), registry_cases);
+    let states = report.family("ops_states").expect("ops_states is reported");
+    assert_eq!(states.passed, 0);
+    assert_eq!(
+        states.skip_reason,
+        Some("the harness declares no operation registry")
+    );
+    let rendered = report.to_string();
+    assert!(
+        rendered.contains("SKIPPED ops_states"),
+        "the report names the skipped family:\n{rendered}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Blind spots: stores broken the way an outside implementation might be, each a layer over the
 // correct memory store, each caught by a named case.
@@ -289,7 +460,10 @@ impl<M: MemoryMutant> Harness for MutantHarness<M> {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { wakeups: true }
+        Capabilities {
+            wakeups: true,
+            ops_registry: false,
+        }
     }
 
     async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {

@@ -19,5 +19,6 @@ pub mod lifecycle;
 pub mod memory;
 pub mod model;
 pub mod node;
+pub mod ops;
 pub mod runtime;
 pub mod store;

@@ -2,6 +2,7 @@
 
 mod codec;
 mod error;
+mod ops;
 pub mod options;
 mod schema;
 mod store;

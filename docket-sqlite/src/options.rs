@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use docket_core::ops::rules::Retention;
 use docket_core::store::StoreError;
 
 /// The `synchronous` pragma of the writer connection: how hard SQLite pushes a commit to the
@@ -49,6 +50,8 @@ pub struct SqliteOptions {
     pub busy_timeout: Duration,
     /// Reader connections (each on its own thread). Default 4; must be at least 1.
     pub readers: usize,
+    /// Terminal operation records the registry keeps per owner. Default 256.
+    pub ops_retention: Retention,
 }
 
 impl Default for SqliteOptions {
@@ -57,6 +60,7 @@ impl Default for SqliteOptions {
             synchronous: Synchronous::Full,
             busy_timeout: Duration::from_secs(5),
             readers: 4,
+            ops_retention: Retention::default(),
         }
     }
 }
@@ -80,6 +84,13 @@ impl SqliteOptions {
     #[must_use]
     pub fn with_readers(mut self, readers: usize) -> Self {
         self.readers = readers;
+        self
+    }
+
+    /// These options with `ops_retention` replaced.
+    #[must_use]
+    pub fn with_ops_retention(mut self, ops_retention: Retention) -> Self {
+        self.ops_retention = ops_retention;
         self
     }
 
@@ -114,7 +125,8 @@ pub struct SqliteUrl {
 /// The path is everything between `sqlite://` and `?`, taken literally: `sqlite://docket.db`
 /// is the relative file `docket.db`, `sqlite:///abs/path.db` the absolute `/abs/path.db`, and a
 /// bare `sqlite://` means [`DEFAULT_PATH`]. Query keys: `synchronous=full|normal`,
-/// `busy_timeout_ms=N`, `readers=N`.
+/// `busy_timeout_ms=N`, `readers=N`, `ops_retention=N` (terminal operation records kept per
+/// owner, at least 1).
 ///
 /// # Errors
 /// `InvalidArgument` for another scheme, an unknown key or a malformed value.
@@ -155,9 +167,17 @@ pub fn parse_url(url: &str) -> Result<SqliteUrl, StoreError> {
                     StoreError::invalid_argument("sqlite URL option readers is too large")
                 })?;
             }
+            "ops_retention" => {
+                let kept = u32::try_from(parse_number(key, value)?).map_err(|_| {
+                    StoreError::invalid_argument("sqlite URL option ops_retention is too large")
+                })?;
+                options.ops_retention = Retention::new(kept)
+                    .map_err(|e| StoreError::invalid_argument(e.to_string()))?;
+            }
             other => {
                 return Err(StoreError::invalid_argument(format!(
-                    "unknown sqlite URL option {other:?} (known: synchronous, busy_timeout_ms, readers)"
+                    "unknown sqlite URL option {other:?} \
+                     (known: synchronous, busy_timeout_ms, readers, ops_retention)"
                 )))
             }
         }
@@ -199,11 +219,14 @@ mod tests {
 
     #[test]
     fn query_options_are_parsed_and_unknown_ones_refused() {
-        let url = parse_url("sqlite://x.db?synchronous=normal&busy_timeout_ms=250&readers=2")
-            .expect("valid url");
+        let url = parse_url(
+            "sqlite://x.db?synchronous=normal&busy_timeout_ms=250&readers=2&ops_retention=3",
+        )
+        .expect("valid url");
         assert_eq!(url.options.synchronous, Synchronous::Normal);
         assert_eq!(url.options.busy_timeout, Duration::from_millis(250));
         assert_eq!(url.options.readers, 2);
+        assert_eq!(url.options.ops_retention.max_terminal(), 3);
         for bad in [
             "postgres://x",
             "sqlite://x.db?mode=ro",
@@ -211,6 +234,7 @@ mod tests {
             "sqlite://x.db?readers=0",
             "sqlite://x.db?busy_timeout_ms=-1",
             "sqlite://x.db?readers",
+            "sqlite://x.db?ops_retention=0",
         ] {
             assert!(
                 matches!(parse_url(bad), Err(StoreError::InvalidArgument { .. })),

@@ -17,10 +17,11 @@ pub const APPLICATION_ID: i64 = 0x646f_6b74;
 const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
-/// Migration `n` moves the schema from version `n` to `n + 1`.
-const MIGRATIONS: [&str; 1] = [V1];
+/// Migration `n` moves the schema from version `n` to `n + 1`. Released migrations are never
+/// edited: a change is a new step.
+const MIGRATIONS: [&str; 2] = [V1, V2];
 
 const V1: &str = r"
 CREATE TABLE docket_graph_versions (
@@ -109,6 +110,48 @@ CREATE TABLE docket_events (
 ) STRICT;
 
 CREATE INDEX docket_events_retention ON docket_events (inserted_at, run_id, seq);
+";
+
+/// Version 2: the operation registry. One row per owner (its retired flag and the completion
+/// sequence its next terminal transition takes) and one per operation, with the record
+/// invariants as CHECKs: terminal exactly when it has an outcome, a completion sequence and a
+/// completion time; a start time whenever the status implies the operation ran.
+const V2: &str = r"
+CREATE TABLE docket_ops_owners (
+    owner_id            TEXT    NOT NULL PRIMARY KEY CHECK (length(owner_id) = 36),
+    retired             INTEGER NOT NULL CHECK (retired IN (0, 1)),
+    next_completion_seq INTEGER NOT NULL CHECK (next_completion_seq >= 1)
+) STRICT;
+
+CREATE TABLE docket_ops_operations (
+    owner_id       TEXT    NOT NULL
+        REFERENCES docket_ops_owners (owner_id) ON DELETE RESTRICT,
+    op_id          TEXT    NOT NULL CHECK (length(op_id) = 36),
+    kind           TEXT    NOT NULL CHECK (kind <> ''),
+    display_name   TEXT    NOT NULL CHECK (display_name <> ''),
+    source_label   TEXT    NOT NULL,
+    source         TEXT    NULL,
+    status         TEXT    NOT NULL CHECK (status IN ('provisioning', 'running', 'retiring',
+        'completed', 'failed', 'aborted', 'cancelled', 'retired', 'terminated')),
+    progress_count INTEGER NOT NULL CHECK (progress_count >= 0),
+    outcome        TEXT    NULL,
+    completion_seq INTEGER NULL CHECK (completion_seq IS NULL OR completion_seq >= 1),
+    created_at     INTEGER NOT NULL,
+    started_at     INTEGER NULL,
+    completed_at   INTEGER NULL,
+    PRIMARY KEY (owner_id, op_id),
+    CHECK ((status IN ('provisioning', 'running', 'retiring')) = (outcome IS NULL)),
+    CHECK ((outcome IS NULL) = (completion_seq IS NULL)),
+    CHECK ((outcome IS NULL) = (completed_at IS NULL)),
+    CHECK (started_at IS NOT NULL
+        OR status IN ('provisioning', 'failed', 'aborted', 'cancelled', 'terminated')),
+    CHECK (started_at IS NULL OR status <> 'provisioning' AND status <> 'aborted')
+) STRICT;
+
+-- A completion sequence is used once per owner; retention and collection walk it in order.
+CREATE UNIQUE INDEX docket_ops_completion
+    ON docket_ops_operations (owner_id, completion_seq) WHERE completion_seq IS NOT NULL;
+CREATE INDEX docket_ops_listing ON docket_ops_operations (owner_id, display_name, op_id);
 ";
 
 /// Pragmas every connection gets.
@@ -220,4 +263,32 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             .sql()?;
     }
     tx.commit().sql()
+}
+
+#[cfg(test)]
+mod tests {
+    use docket_core::ops::OperationStatus;
+
+    use super::V2;
+
+    /// The status CHECKs of the registry spell exactly the statuses of the state machine:
+    /// all of them in the status column, the live ones where terminality is decided.
+    #[test]
+    fn the_registry_checks_name_the_statuses_of_the_rules() {
+        let quoted = |statuses: &mut dyn Iterator<Item = OperationStatus>| {
+            statuses
+                .map(|s| format!("'{}'", s.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let all = quoted(&mut OperationStatus::ALL.into_iter());
+        let live = quoted(
+            &mut OperationStatus::ALL
+                .into_iter()
+                .filter(|s| !s.is_terminal()),
+        );
+        let flat = V2.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(&format!("status IN ({all})")), "{flat}");
+        assert!(flat.contains(&format!("(status IN ({live})) = (outcome IS NULL)")));
+    }
 }

@@ -87,7 +87,20 @@ impl Harness for SqliteHarness {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { wakeups: true }
+        Capabilities {
+            wakeups: true,
+            ops_registry: true,
+        }
+    }
+
+    async fn raw_ops_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
+        let path = guard.path.clone();
+        blocking(move || raw_tables_snapshot(&path, Some("docket_ops_"))).await
+    }
+
+    async fn reopen(&self, guard: &Self::Guard) -> Result<Arc<dyn Backend>, StoreError> {
+        let store = SqliteStore::open(guard.path(), self.options.clone()).await?;
+        Ok(Arc::new(store))
     }
 
     async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
@@ -167,6 +180,12 @@ fn render(value: &Value, out: &mut String) {
 /// # Errors
 /// Infrastructure errors.
 pub fn raw_snapshot(path: &Path) -> Result<String, StoreError> {
+    raw_tables_snapshot(path, None)
+}
+
+/// [`raw_snapshot`] restricted to the tables whose name starts with `prefix` (all of them
+/// for `None`).
+fn raw_tables_snapshot(path: &Path, prefix: Option<&str>) -> Result<String, StoreError> {
     let mut conn = side_connection(path)?;
     let tx = conn.transaction().sql()?;
     let mut out = String::new();
@@ -184,7 +203,10 @@ pub fn raw_snapshot(path: &Path) -> Result<String, StoreError> {
         let rows = stmt.query_map([], |row| row.get(0)).sql()?;
         rows.collect::<Result<_, _>>().sql()?
     };
-    for table in tables {
+    for table in tables
+        .into_iter()
+        .filter(|t| prefix.is_none_or(|p| t.starts_with(p)))
+    {
         let columns: Vec<String> = {
             let mut stmt = tx
                 .prepare(&format!(

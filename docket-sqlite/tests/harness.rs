@@ -55,11 +55,14 @@ async fn snapshots_are_deterministic_and_see_every_write() {
     let (backend, guard) = seeded(&harness).await;
     let first = harness.raw_snapshot(&guard).await.unwrap();
     assert_eq!(first, harness.raw_snapshot(&guard).await.unwrap());
+    let version = format!("user_version={}", docket_sqlite::SCHEMA_VERSION);
     for table in [
         "[docket_events]",
         "[docket_graph_versions]",
+        "[docket_ops_operations]",
+        "[docket_ops_owners]",
         "[docket_runs]",
-        "user_version=1",
+        version.as_str(),
     ] {
         assert!(first.contains(table), "{table} missing from the snapshot");
     }

@@ -12,9 +12,16 @@ pub mod events;
 pub mod graphs;
 pub mod handback;
 pub mod model;
+pub mod ops;
 pub mod pruning;
 pub mod races;
 pub mod reads;
 pub mod scopes;
 pub mod transitions;
 pub mod wakeups;
+
+pub use ops::{
+    bad_input as ops_bad_input, declared as ops_declared, durability as ops_durability,
+    lifecycle as ops_lifecycle, model as ops_model, owners as ops_owners, races as ops_races,
+    states as ops_states,
+};

@@ -3,6 +3,8 @@
 //! [`MemoryStore`] implements [`crate::store::RunStore`] and [`crate::store::GraphStore`] (so it
 //! is a [`crate::store::Backend`]) with exactly the semantics of spec §3.3 and §4, deciding
 //! nothing itself: every rule comes from [`crate::store::rules`]. Clarity beats speed here.
+//! The same value is the reference [`crate::ops::OpsLifecycleRegistry`] (module `ops`), whose
+//! rules come from [`crate::ops::rules`].
 //!
 //! # How it stores
 //!
@@ -26,6 +28,7 @@
 mod claims;
 mod graphs;
 mod hooks;
+mod ops;
 mod prune;
 mod reads;
 mod state;
@@ -34,12 +37,15 @@ mod transitions;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use futures::StreamExt;
 use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::model::{GraphRef, OwnerScope, RunId};
-use crate::store::{Message, StoreError};
+use crate::ops::rules::Retention;
+use crate::store::{Message, StoreError, Wakeups};
 
 use state::State;
 
@@ -49,8 +55,13 @@ const WAKE_CHANNEL_CAPACITY: usize = 64;
 
 /// The reference in-memory backend. See the [module docs](self).
 pub struct MemoryStore {
-    state: Mutex<State>,
+    /// Shared with the values [`MemoryStore::reopen`] makes, as a file is shared by the
+    /// processes that open it.
+    state: Arc<Mutex<State>>,
     wake: broadcast::Sender<()>,
+    /// Hints that an operation may have turned terminal.
+    ops_wake: broadcast::Sender<()>,
+    ops_retention: Retention,
     pruning: AtomicBool,
     faults: Faults,
 }
@@ -64,6 +75,11 @@ pub struct Faults {
     pub skip_claimed_seq_fence: bool,
     /// Abandons keep `claim_attempts` instead of handing the attempt back.
     pub abandon_keeps_attempts: bool,
+    /// Operation transitions apply whatever the operation's status (no from-set guard).
+    pub ops_skip_from_set_guard: bool,
+    /// Operation transitions read the owner's next completion sequence in one critical
+    /// section and write it in another, so concurrent terminal transitions can share one.
+    pub ops_racy_completion_seq: bool,
 }
 
 impl MemoryStore {
@@ -78,11 +94,37 @@ impl MemoryStore {
     #[must_use]
     pub fn with_faults(faults: Faults) -> Self {
         let (wake, _) = broadcast::channel(WAKE_CHANNEL_CAPACITY);
+        let (ops_wake, _) = broadcast::channel(WAKE_CHANNEL_CAPACITY);
         MemoryStore {
-            state: Mutex::new(State::default()),
+            state: Arc::new(Mutex::new(State::default())),
             wake,
+            ops_wake,
+            ops_retention: Retention::default(),
             pruning: AtomicBool::new(false),
             faults,
+        }
+    }
+
+    /// This store keeping `retention` terminal operation records per owner (the default is
+    /// [`crate::ops::rules::DEFAULT_RETAINED_TERMINAL`]).
+    #[must_use]
+    pub fn with_ops_retention(mut self, retention: Retention) -> Self {
+        self.ops_retention = retention;
+        self
+    }
+
+    /// Another store value over the same state and wake channels, as a process restarted
+    /// on the same file would see it (for the suite's reopen cases).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn reopen(&self) -> MemoryStore {
+        MemoryStore {
+            state: Arc::clone(&self.state),
+            wake: self.wake.clone(),
+            ops_wake: self.ops_wake.clone(),
+            ops_retention: self.ops_retention,
+            pruning: AtomicBool::new(false),
+            faults: self.faults,
         }
     }
 
@@ -106,6 +148,11 @@ impl MemoryStore {
         let _ = self.wake.send(());
     }
 
+    /// Sends an operation hint; nobody listening is fine.
+    fn ops_hint(&self) {
+        let _ = self.ops_wake.send(());
+    }
+
     /// Marks a prune pass as running, or says another one is.
     fn begin_prune(&self) -> Option<PruneLock<'_>> {
         self.pruning
@@ -121,6 +168,16 @@ impl MemoryStore {
     #[must_use]
     pub fn raw_snapshot(&self) -> String {
         hooks::raw_snapshot(&self.read_for_hooks())
+    }
+
+    /// Every stored byte of the operation registry (owners, then their operations), one row
+    /// per line in key order, so two snapshots are equal exactly when nothing changed.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn raw_ops_snapshot(&self) -> String {
+        let mut out = String::new();
+        self.read_for_hooks().ops.render(&mut out);
+        out
     }
 
     /// Overwrites the stored document of `run_id` with bytes that cannot be decoded.
@@ -171,6 +228,19 @@ impl MemoryStore {
     pub fn hold_prune_lock(&self) -> Option<PruneLock<'_>> {
         self.begin_prune()
     }
+}
+
+/// A hint stream over `channel`: one item per hint; a lagging subscriber missed hints, which
+/// is itself a reason to look, so it gets one item for them all.
+fn hint_stream(channel: &broadcast::Sender<()>) -> Wakeups {
+    let receiver = channel.subscribe();
+    futures::stream::unfold(receiver, |mut receiver| async move {
+        match receiver.recv().await {
+            Ok(()) | Err(RecvError::Lagged(_)) => Some(((), receiver)),
+            Err(RecvError::Closed) => None,
+        }
+    })
+    .boxed()
 }
 
 /// The pruner's "advisory lock": held for one pass (or by a test), released on drop.

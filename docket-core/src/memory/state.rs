@@ -27,6 +27,8 @@ pub(super) struct State {
     pub events: BTreeMap<RunId, BTreeMap<u64, EventRow>>,
     /// Graph versions by owner and address.
     pub graphs: BTreeMap<GraphKey, GraphRow>,
+    /// The operation registry's owners and operations.
+    pub ops: super::ops::OpsTables,
 }
 
 /// One run row: owner, summary columns, the encoded document and the operational state.

@@ -2,14 +2,13 @@
 //! synchronous operations, releases the lock, and only then sends a wake hint.
 
 use async_trait::async_trait;
-use futures::StreamExt;
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::graph::GraphDocument;
 use crate::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
     GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
 };
+use crate::ops::OpsLifecycleRegistry;
 use crate::store::{
     AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
     InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
@@ -171,15 +170,11 @@ impl RunStore for MemoryStore {
     }
 
     fn wakeups(&self) -> Option<Wakeups> {
-        let receiver = self.wake.subscribe();
-        let hints = futures::stream::unfold(receiver, |mut receiver| async move {
-            match receiver.recv().await {
-                // A lagging subscriber missed hints, which is itself a reason to poll.
-                Ok(()) | Err(RecvError::Lagged(_)) => Some(((), receiver)),
-                Err(RecvError::Closed) => None,
-            }
-        });
-        Some(hints.boxed())
+        Some(super::hint_stream(&self.wake))
+    }
+
+    fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {
+        Some(self)
     }
 }
 

@@ -27,6 +27,8 @@ use crate::model::{
     GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
 };
 
+use crate::ops::OpsLifecycleRegistry;
+
 use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy};
 use super::error::StoreError;
 use super::proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
@@ -200,6 +202,17 @@ pub trait RunStore: Send + Sync + Debug + 'static {
 
     /// A fresh subscription to wake hints, if the backend offers them.
     fn wakeups(&self) -> Option<Wakeups>;
+
+    /// The operation registry of this store value, if it offers one. Every built-in backend
+    /// does (the registry lives in the same database, behind the same connections, under the
+    /// same migrations); a custom store that implements only the run and graph traits keeps
+    /// the default `None` and needs no change.
+    ///
+    /// It lives here rather than on [`Backend`] because `Backend` is implemented for every
+    /// `RunStore + GraphStore`; callers holding an `Arc<dyn Backend>` call it all the same.
+    fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {
+        None
+    }
 }
 
 /// Content-addressed graph versions, owner-scoped.

@@ -12,6 +12,7 @@ use docket_core::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
     GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
 };
+use docket_core::ops::OpsLifecycleRegistry;
 use docket_core::store::rules::effects::validate_abandon_policy;
 use docket_core::store::rules::graph::encode_for_save;
 use docket_core::store::rules::queries::{
@@ -232,6 +233,10 @@ impl RunStore for SqliteStore {
                 Err(RecvError::Closed) => None,
             }
         })))
+    }
+
+    fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {
+        Some(self)
     }
 }
 

@@ -24,19 +24,22 @@ use crate::workers::Workers;
 const WAKE_CAPACITY: usize = 16;
 
 /// The embedded SQLite store: one database file, one writer thread, a few reader threads.
+/// The same value is the run store, the graph store and the operation registry.
 ///
 /// Cloning is cheap and shares the connections. The file is closed when the last clone is
 /// dropped (queued operations finish first).
 #[derive(Clone)]
 pub struct SqliteStore {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    workers: Workers,
+pub(crate) struct Inner {
+    pub(crate) workers: Workers,
     wake: broadcast::Sender<()>,
+    /// Hints that an operation of the registry may have ended.
+    pub(crate) ops_wake: broadcast::Sender<()>,
     path: PathBuf,
-    options: SqliteOptions,
+    pub(crate) options: SqliteOptions,
 }
 
 /// The settings in force on the writer connection, read back from SQLite.
@@ -72,10 +75,12 @@ impl SqliteStore {
         let path = path.as_ref().to_path_buf();
         let workers = Workers::start(&path, &options).await?;
         let (wake, _) = broadcast::channel(WAKE_CAPACITY);
+        let (ops_wake, _) = broadcast::channel(WAKE_CAPACITY);
         Ok(Self {
             inner: Arc::new(Inner {
                 workers,
                 wake,
+                ops_wake,
                 path,
                 options,
             }),

@@ -43,7 +43,15 @@ pub async fn run(url: &str, args: ConformanceArgs) -> CliResult {
     };
     print!("{report}");
     if report.is_success() {
-        println!("conformance: all {} cases passed", report.total());
+        if report.skipped() == 0 {
+            println!("conformance: all {} cases passed", report.total());
+        } else {
+            println!(
+                "conformance: all {} cases that ran passed; {} skipped (see SKIPPED above)",
+                report.total(),
+                report.skipped()
+            );
+        }
         Ok(ExitCode::SUCCESS)
     } else {
         println!(
@@ -75,8 +83,7 @@ async fn suite<H: Harness>(harness: &H, args: &ConformanceArgs) -> Report {
     );
     let report = run_observed(harness, selected, |case, outcome| {
         if args.verbose {
-            let verdict = if outcome.is_ok() { "ok" } else { "FAILED" };
-            println!("{}__{} ... {verdict}", case.family, case.name);
+            println!("{}__{} ... {}", case.family, case.name, outcome.verdict());
         }
         bar.set_message(format!("{}__{}", case.family, case.name));
         bar.inc(1);

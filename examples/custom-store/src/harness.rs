@@ -27,7 +27,10 @@ impl Harness for MapHarness {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { wakeups: false }
+        Capabilities {
+            wakeups: false,
+            ops_registry: true,
+        }
     }
 
     async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
@@ -72,5 +75,13 @@ impl Harness for MapHarness {
         let row = tables.graphs.get_mut(&key).ok_or(StoreError::NotFound)?;
         row.bytes = GARBAGE.as_bytes().to_vec();
         Ok(())
+    }
+
+    async fn raw_ops_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
+        Ok(guard.lock()?.render_ops())
+    }
+
+    async fn reopen(&self, guard: &Self::Guard) -> Result<Arc<dyn Backend>, StoreError> {
+        Ok(Arc::new(guard.reopen()))
     }
 }

@@ -16,20 +16,30 @@
 //! docket_conformance::suite!(map_store, docket_example_custom_store::MapHarness);
 //! ```
 //!
-//! The store offers no wake hints ([`docket_core::store::RunStore::wakeups`] is `None`), and
-//! its harness declares so: the suite's wakeup cases then assert exactly that.
+//! The same value is an operation registry ([`docket_core::ops::OpsLifecycleRegistry`]),
+//! over two more tables (owners, and operations column by column) behind the same lock,
+//! deciding with [`docket_core::ops::rules`] alone. [`MapStore::reopen`] opens a second value
+//! on the same tables, which is what the suite's durability cases need of a store that lives
+//! in memory.
+//!
+//! The store offers no wake hints ([`docket_core::store::RunStore::wakeups`] is `None`, and
+//! the registry's completion watch polls), and its harness declares so: the suite's wakeup
+//! cases then assert exactly that.
 
 mod codec;
 mod graphs;
 mod harness;
+mod operation_rows;
+mod operations;
 mod runs;
 mod tables;
 mod transitions;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use docket_core::ops::rules::Retention;
 use docket_core::store::{Message, StoreError};
 
 pub use harness::MapHarness;
@@ -38,8 +48,11 @@ use tables::Tables;
 /// An in-process store over `Mutex<BTreeMap>`s. See the [crate docs](crate).
 #[derive(Default)]
 pub struct MapStore {
-    tables: Mutex<Tables>,
+    /// Shared by the values [`MapStore::reopen`] makes.
+    tables: Arc<Mutex<Tables>>,
     pruning: AtomicBool,
+    /// Terminal registry records kept per owner.
+    retention: Retention,
 }
 
 impl MapStore {
@@ -47,6 +60,17 @@ impl MapStore {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Another store value on the same tables, as a restarted process would find a durable
+    /// store's files.
+    #[must_use]
+    pub fn reopen(&self) -> Self {
+        MapStore {
+            tables: Arc::clone(&self.tables),
+            pruning: AtomicBool::new(false),
+            retention: self.retention,
+        }
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Tables>, StoreError> {

@@ -8,6 +8,7 @@ use docket_core::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphHash, GraphId, OwnerScope, Run, RunId, RunInfo,
     RunPage, RunQuery, RunSummary, Scope, Timestamp,
 };
+use docket_core::ops::OpsLifecycleRegistry;
 use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
 use docket_core::store::rules::effects::{
     apply_abandon, apply_refresh, apply_release, apply_retry_poisoned, validate_abandon_policy,
@@ -355,5 +356,9 @@ impl RunStore for MapStore {
 
     fn wakeups(&self) -> Option<Wakeups> {
         None
+    }
+
+    fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {
+        Some(self)
     }
 }

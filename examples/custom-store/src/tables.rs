@@ -6,7 +6,10 @@ use std::fmt::Write as _;
 use docket_core::model::{
     GraphHash, GraphId, OperationalState, OwnerScope, RunId, RunStatus, Scope, Timestamp,
 };
+use docket_core::ops::{OperationId, SessionId};
 use docket_core::store::StoreError;
+
+use crate::operation_rows::{OperationRow, OwnerRow};
 
 /// Everything stored.
 #[derive(Debug, Default)]
@@ -17,6 +20,10 @@ pub(crate) struct Tables {
     pub events: BTreeMap<RunId, BTreeMap<u64, EventRow>>,
     /// Graph versions by owner and address.
     pub graphs: BTreeMap<(OwnerScope, GraphId, GraphHash), GraphRow>,
+    /// Registry owners that have been written to (absent means: open, next sequence 1).
+    pub ops_owners: BTreeMap<SessionId, OwnerRow>,
+    /// Registry operations by owner and id.
+    pub operations: BTreeMap<(SessionId, OperationId), OperationRow>,
 }
 
 /// One run: who owns it, the columns reads and claims use without decoding, the document as
@@ -96,6 +103,18 @@ impl Tables {
                     row.json.escape_debug()
                 );
             }
+        }
+        out
+    }
+
+    /// Every registry row, one per line in key order.
+    pub fn render_ops(&self) -> String {
+        let mut out = String::new();
+        for (owner, row) in &self.ops_owners {
+            let _ = writeln!(out, "owner {owner} {row:?}");
+        }
+        for ((owner, id), row) in &self.operations {
+            let _ = writeln!(out, "operation {owner}/{id} {row:?}");
         }
         out
     }

@@ -39,7 +39,7 @@ fn cases() -> u32 {
 
 /// The runner's configuration: proptest's environment knobs, our case count, a seed that is
 /// always known (so it can be printed), and persistence only when asked for.
-fn config() -> (Config, u64) {
+pub(crate) fn config() -> (Config, u64) {
     let mut config = Config {
         cases: cases(),
         max_shrink_iters: 2_048,

@@ -43,6 +43,10 @@
 //! # let _ = store;
 //! ```
 //!
+//! The operation registry is layered too: [`Layered`] implements
+//! [`OpsLifecycleRegistry`] whenever the inner store offers one (see
+//! [`StoreLayer::offers_ops_registry`]), and a layer may override any registry call.
+//!
 //! # Cancel safety
 //!
 //! A layer adds no state of its own to the store's contract: each default is exactly as
@@ -62,13 +66,24 @@ use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy};
 use super::error::StoreError;
 use super::proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
 use super::prune::{PrunePolicy, PruneReport};
-use super::traits::{Backend, GraphStore, RunStore, Wakeups};
+use super::traits::{Backend, Wakeups};
+#[cfg(doc)]
+use super::traits::{GraphStore, RunStore};
+use crate::ops::{
+    CompletedOperation, OperationId, OperationLifecycleSnapshot, OperationPage, OperationQuery,
+    OperationSpec, OperationTransition, OpsError, OpsLifecycleRegistry, SessionId,
+};
+
+mod forward;
+mod ops;
+#[cfg(test)]
+mod tests;
 
 /// A wrapper around another store; every operation it does not override goes to
 /// [`StoreLayer::inner`] unchanged. Wrap it in [`Layered`] to use it as a [`Backend`].
 ///
-/// Each method has the contract (and the `# Errors`) of the [`RunStore`] or [`GraphStore`]
-/// method of the same name; an override is free to break it on purpose, which is what fault
+/// Each method has the contract (and the `# Errors`) of the [`RunStore`], [`GraphStore`] or
+/// [`OpsLifecycleRegistry`] method of the same name; an override is free to break it on purpose, which is what fault
 /// injection is for.
 #[async_trait]
 pub trait StoreLayer: Send + Sync + Debug + 'static {
@@ -304,6 +319,130 @@ pub trait StoreLayer: Send + Sync + Debug + 'static {
             .list_graph_versions(owner, graph_id, query)
             .await
     }
+
+    /// Whether the layered store offers an operation registry: by default exactly when the
+    /// inner store does. A layer that implements the registry calls itself returns `true`.
+    fn offers_ops_registry(&self) -> bool {
+        self.inner().ops_registry().is_some()
+    }
+
+    /// See [`OpsLifecycleRegistry::register_operation`].
+    ///
+    /// # Errors
+    /// As the inner registry's; a permanent `Unavailable` when the inner store has none.
+    async fn register_operation(
+        &self,
+        owner: &SessionId,
+        spec: &OperationSpec,
+        max_concurrent: Option<u32>,
+        now: Timestamp,
+    ) -> Result<OperationLifecycleSnapshot, OpsError> {
+        inner_ops(self.inner())?
+            .register_operation(owner, spec, max_concurrent, now)
+            .await
+    }
+
+    /// See [`OpsLifecycleRegistry::transition_operation`] (every named transition goes
+    /// through it).
+    ///
+    /// # Errors
+    /// As the inner registry's; a permanent `Unavailable` when the inner store has none.
+    async fn transition_operation(
+        &self,
+        owner: &SessionId,
+        id: &OperationId,
+        transition: &OperationTransition,
+        now: Timestamp,
+    ) -> Result<OperationLifecycleSnapshot, OpsError> {
+        inner_ops(self.inner())?
+            .transition_operation(owner, id, transition, now)
+            .await
+    }
+
+    /// See [`OpsLifecycleRegistry::terminate_owner`].
+    ///
+    /// # Errors
+    /// As the inner registry's; a permanent `Unavailable` when the inner store has none.
+    async fn terminate_owner(
+        &self,
+        owner: &SessionId,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Vec<CompletedOperation>, OpsError> {
+        inner_ops(self.inner())?
+            .terminate_owner(owner, reason, now)
+            .await
+    }
+
+    /// See [`OpsLifecycleRegistry::retire_owner`].
+    ///
+    /// # Errors
+    /// As the inner registry's; a permanent `Unavailable` when the inner store has none.
+    async fn retire_owner(
+        &self,
+        owner: &SessionId,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Vec<CompletedOperation>, OpsError> {
+        inner_ops(self.inner())?
+            .retire_owner(owner, reason, now)
+            .await
+    }
+
+    /// See [`OpsLifecycleRegistry::operation_snapshot`].
+    ///
+    /// # Errors
+    /// As the inner registry's; a permanent `Unavailable` when the inner store has none.
+    async fn operation_snapshot(
+        &self,
+        owner: &SessionId,
+        id: &OperationId,
+    ) -> Result<Option<OperationLifecycleSnapshot>, OpsError> {
+        inner_ops(self.inner())?.operation_snapshot(owner, id).await
+    }
+
+    /// See [`OpsLifecycleRegistry::list_operations`].
+    ///
+    /// # Errors
+    /// As the inner registry's; a permanent `Unavailable` when the inner store has none.
+    async fn list_operations(
+        &self,
+        owner: &SessionId,
+        query: &OperationQuery,
+    ) -> Result<OperationPage, OpsError> {
+        inner_ops(self.inner())?.list_operations(owner, query).await
+    }
+
+    /// See [`OpsLifecycleRegistry::collect_completed`].
+    ///
+    /// # Errors
+    /// As the inner registry's; a permanent `Unavailable` when the inner store has none.
+    async fn collect_completed(
+        &self,
+        owner: &SessionId,
+    ) -> Result<Vec<CompletedOperation>, OpsError> {
+        inner_ops(self.inner())?.collect_completed(owner).await
+    }
+
+    /// See [`OpsLifecycleRegistry::is_owner_retired`].
+    ///
+    /// # Errors
+    /// As the inner registry's; a permanent `Unavailable` when the inner store has none.
+    async fn is_owner_retired(&self, owner: &SessionId) -> Result<bool, OpsError> {
+        inner_ops(self.inner())?.is_owner_retired(owner).await
+    }
+
+    /// See [`OpsLifecycleRegistry::operation_wakeups`].
+    fn operation_wakeups(&self) -> Option<Wakeups> {
+        self.inner()
+            .ops_registry()
+            .and_then(OpsLifecycleRegistry::operation_wakeups)
+    }
+}
+
+/// The inner store's registry, or the error of a store without one.
+fn inner_ops(inner: &dyn Backend) -> Result<&dyn OpsLifecycleRegistry, OpsError> {
+    inner.ops_registry().ok_or_else(OpsError::no_registry)
 }
 
 /// A [`StoreLayer`] as a [`Backend`]. A newtype rather than a blanket impl, so that a type
@@ -316,209 +455,5 @@ impl<L> std::ops::Deref for Layered<L> {
 
     fn deref(&self) -> &L {
         &self.0
-    }
-}
-
-#[async_trait]
-impl<L: StoreLayer> RunStore for Layered<L> {
-    async fn initialize(
-        &self,
-        owner: &OwnerScope,
-        proposal: InitProposal,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        StoreLayer::initialize(&self.0, owner, proposal, events).await
-    }
-
-    async fn commit_claimed(
-        &self,
-        scope: &Scope,
-        proposal: ClaimedCommit,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        StoreLayer::commit_claimed(&self.0, scope, proposal, events).await
-    }
-
-    async fn commit_unclaimed(
-        &self,
-        scope: &Scope,
-        expected_seq: u64,
-        proposal: UnclaimedCommit,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        StoreLayer::commit_unclaimed(&self.0, scope, expected_seq, proposal, events).await
-    }
-
-    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
-        StoreLayer::fetch_run(&self.0, scope, run_id).await
-    }
-
-    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
-        StoreLayer::inspect_run(&self.0, scope, run_id).await
-    }
-
-    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
-        StoreLayer::list_runs(&self.0, scope, query).await
-    }
-
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
-        StoreLayer::claim_due(&self.0, policy).await
-    }
-
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        StoreLayer::refresh_claim(&self.0, run_id, token, now).await
-    }
-
-    async fn release_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        StoreLayer::release_claim(&self.0, run_id, token, now).await
-    }
-
-    async fn abandon_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        policy: &AbandonPolicy,
-    ) -> Result<AbandonOutcome, StoreError> {
-        StoreLayer::abandon_claim(&self.0, run_id, token, policy).await
-    }
-
-    async fn retry_poisoned_run(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        now: Timestamp,
-    ) -> Result<Run, StoreError> {
-        StoreLayer::retry_poisoned_run(&self.0, scope, run_id, now).await
-    }
-
-    async fn fetch_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        seq: u64,
-    ) -> Result<Event, StoreError> {
-        StoreLayer::fetch_event(&self.0, scope, run_id, seq).await
-    }
-
-    async fn fetch_latest_event(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-    ) -> Result<Option<Event>, StoreError> {
-        StoreLayer::fetch_latest_event(&self.0, scope, run_id).await
-    }
-
-    async fn list_events(
-        &self,
-        scope: &Scope,
-        run_id: &RunId,
-        query: &EventQuery,
-    ) -> Result<EventPage, StoreError> {
-        StoreLayer::list_events(&self.0, scope, run_id, query).await
-    }
-
-    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
-        StoreLayer::prune(&self.0, policy).await
-    }
-
-    fn wakeups(&self) -> Option<Wakeups> {
-        StoreLayer::wakeups(&self.0)
-    }
-}
-
-#[async_trait]
-impl<L: StoreLayer> GraphStore for Layered<L> {
-    async fn save_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-        graph: &GraphDocument,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        StoreLayer::save_graph(&self.0, owner, graph_ref, graph, now).await
-    }
-
-    async fn fetch_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-    ) -> Result<GraphDocument, StoreError> {
-        StoreLayer::fetch_graph(&self.0, owner, graph_ref).await
-    }
-
-    async fn fetch_latest_graph_ref(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-    ) -> Result<GraphRef, StoreError> {
-        StoreLayer::fetch_latest_graph_ref(&self.0, owner, graph_id).await
-    }
-
-    async fn list_graph_versions(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-        query: &GraphVersionQuery,
-    ) -> Result<GraphVersionPage, StoreError> {
-        StoreLayer::list_graph_versions(&self.0, owner, graph_id, query).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use super::*;
-    use crate::memory::MemoryStore;
-    use crate::model::{RunQuery, Scope};
-
-    /// Refuses every run listing, forwards everything else.
-    #[derive(Debug)]
-    struct RefuseListing {
-        inner: MemoryStore,
-        refused: AtomicUsize,
-    }
-
-    #[async_trait]
-    impl StoreLayer for RefuseListing {
-        fn inner(&self) -> &dyn Backend {
-            &self.inner
-        }
-
-        async fn list_runs(&self, _: &Scope, _: &RunQuery) -> Result<RunPage, StoreError> {
-            self.refused.fetch_add(1, Ordering::Relaxed);
-            Err(StoreError::invalid_argument("listing refused by the layer"))
-        }
-    }
-
-    #[tokio::test]
-    async fn an_override_intercepts_and_everything_else_reaches_the_inner_store() {
-        let layered = Layered(RefuseListing {
-            inner: MemoryStore::new(),
-            refused: AtomicUsize::new(0),
-        });
-        let store: &dyn Backend = &layered;
-        let refused = store.list_runs(&Scope::System, &RunQuery::default()).await;
-        assert!(
-            matches!(refused, Err(StoreError::InvalidArgument { .. })),
-            "the override answered: {refused:?}"
-        );
-        assert_eq!(layered.refused.load(Ordering::Relaxed), 1);
-        let unknown = RunId::new("never-started").expect("a valid id");
-        let forwarded = store.inspect_run(&Scope::System, &unknown).await;
-        assert!(
-            matches!(forwarded, Err(StoreError::NotFound)),
-            "an unknown run reached the memory store, which says NotFound: {forwarded:?}"
-        );
     }
 }
