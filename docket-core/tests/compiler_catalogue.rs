@@ -1,6 +1,6 @@
-//! One named test per code of the diagnostic catalogue (spec §6.3): each builds the smallest
-//! input that triggers the code and checks code, severity, path and public id. The last test
-//! proves the table covers the whole catalogue.
+//! One named test per code of the diagnostic catalogue (`docs/graphs.md`, “Diagnostic catalogue”):
+//! each builds the smallest input that triggers the code and checks code, severity, path and public
+//! id. The last test proves the table covers the whole catalogue.
 
 mod compiler_support;
 

@@ -1,5 +1,6 @@
-//! Effective document and identity (spec §6.5, §9 #59–62): defaults are materialized at
-//! publication only, so a published graph never changes when an implementation's defaults do.
+//! Effective document and identity (`docs/graphs.md`, “Effective document and content hash”;
+//! scenarios 59–62 of `docs/scenarios.md`): defaults are materialized at publication only, so a
+//! published graph never changes when an implementation's defaults do.
 
 mod compiler_support;
 
@@ -67,8 +68,9 @@ fn each_implementation_schema_is_asked_once_per_compile() {
     assert_eq!(contracts.calls("test.greet"), 2);
 }
 
-/// The identity test of §6.5 / #60: after `test.greet`'s default changes, the published graph
-/// compiles to the same hash and config, while republishing the authored graph does not.
+/// The identity test of `docs/graphs.md`, “Effective document and content hash”; scenario 60 of
+/// `docs/scenarios.md`: after `test.greet`'s default changes, the published graph compiles to the
+/// same hash and config, while republishing the authored graph does not.
 #[test]
 fn changing_a_default_after_publication_leaves_the_published_graph_unchanged() {
     let authored = valid_graph();

@@ -1,4 +1,5 @@
-//! Lowering (spec §6.4) and runtime validation of the lowered graph.
+//! Lowering (`docs/graphs.md`, “Lowering and the runtime graph”) and runtime validation of the
+//! lowered graph.
 
 mod compiler_support;
 

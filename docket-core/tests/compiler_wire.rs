@@ -1,5 +1,5 @@
-//! The JSON wire format (spec §6.7), the builder, and reading bad documents: typed errors or
-//! diagnostics, never panics.
+//! The JSON wire format (`docs/graphs.md`, “The authored document”), the builder, and reading bad
+//! documents: typed errors or diagnostics, never panics.
 
 mod compiler_support;
 

@@ -1,5 +1,6 @@
 //! The lifecycle composer over the memory store: start, claimed moments and the complete
-//! disposition-to-schedule mapping (spec §4.5; §9.4 scenarios 63, 69, 70, 80).
+//! disposition-to-schedule mapping (`docs/runs-and-moments.md`, “The lifecycle”; scenarios 63, 69,
+//! 70 and 80 of `docs/scenarios.md`).
 
 mod common;
 

@@ -1,4 +1,5 @@
-//! After-commit checkpoint observers (spec §2.7, §4.5; §9.4 scenarios 58 and 67).
+//! After-commit checkpoint observers (`docs/runs-and-moments.md`, “Checkpoints and the envelope”;
+//! `docs/runs-and-moments.md`, “The lifecycle”; scenarios 58 and 67 of `docs/scenarios.md`).
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Signals: fetch → pure mutation → unclaimed commit, with bounded re-evaluation on a lost race
-//! only (spec §2.13, §4.5; §9.4 scenarios 71–73, 83).
+//! only (`docs/runs-and-moments.md`, “Signals”; `docs/runs-and-moments.md`, “The lifecycle”;
+//! scenarios 71–73 and 83 of `docs/scenarios.md`).
 
 mod common;
 
@@ -237,7 +238,7 @@ async fn a_mutation_answering_for_another_run_is_refused_without_writing() {
     assert_eq!(store.inner.raw_snapshot(), before);
 }
 
-// ---- cancellation semantics through the lifecycle (spec §3.1) ----------------------------
+// ---- cancellation semantics through the lifecycle (`docs/state-machines.md`, “Run status”) ------
 
 #[tokio::test]
 async fn cancelling_twice_commits_once_and_then_reports_the_cancelled_run_unchanged() {

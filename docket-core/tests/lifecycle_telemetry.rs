@@ -1,5 +1,5 @@
-//! The lifecycle's spans and events carry the original telemetry names and never a claim
-//! token or a payload (spec §4.5, §7.10; DESIGN §6 observability).
+//! The lifecycle's spans and events carry the names of the telemetry catalogue and never a claim
+//! token or a payload (`docs/runs-and-moments.md`, “The lifecycle”; `docs/engine.md`, “Telemetry”).
 
 mod common;
 

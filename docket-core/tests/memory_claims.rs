@@ -1,5 +1,6 @@
-//! `claim_due` on the memory store: classes, order, TTL, attempts and poison (spec §3.3,
-//! §4.2; §9.6 scenarios 128–132; reliability §8 A 7–9).
+//! `claim_due` on the memory store: classes, order, TTL, attempts and poison
+//! (`docs/state-machines.md`, “Operational transitions”; `docs/claim-order.md`;
+//! `docs/reliability.md`, “Claims and leases”; scenarios 128–132 of `docs/scenarios.md`).
 
 mod common;
 
@@ -299,7 +300,7 @@ async fn a_commit_resets_attempts_so_progress_is_never_poisoned() {
     assert_eq!(info.run.checkpoint_seq, 5);
 }
 
-// ---- 132 / reliability A 9 ---------------------------------------------------------------
+// ---- scenario 132; `docs/reliability.md`, “Claims and leases” -----------------------------------
 
 #[tokio::test]
 async fn a_claim_becomes_stealable_only_strictly_after_the_ttl() {
@@ -341,7 +342,7 @@ async fn ttl_zero_steals_any_claim_older_than_now() {
     assert_ne!(steal.leases[0].claim_token, first.claim_token);
 }
 
-// ---- reliability A 7, 8 ------------------------------------------------------------------
+// ---- `docs/reliability.md`, “Claims and leases” -------------------------------------------------
 
 #[tokio::test]
 async fn a_holder_whose_lease_was_stolen_is_fenced_and_the_thief_progresses() {

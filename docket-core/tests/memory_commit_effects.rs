@@ -1,5 +1,5 @@
-//! What commits do to the schedule, the claim and the counters (spec §3.3; §9.1 scenarios
-//! 11, 14) and the status matrix.
+//! What commits do to the schedule, the claim and the counters (`docs/state-machines.md`,
+//! “Operational transitions”; scenarios 11 and 14 of `docs/scenarios.md`) and the status matrix.
 
 mod common;
 

@@ -1,5 +1,6 @@
-//! The double fence of commits, identity and validation order (spec §4.1; §9.1 scenarios
-//! 9, 13; reliability §8 A 1–6, C 23). Every rejected write is checked byte-for-byte.
+//! The double fence of commits, identity and validation order (`docs/storage-contract.md`,
+//! “Transitions”; `docs/reliability.md`, “Fenced commits”; `docs/reliability.md`, “Bad input”;
+//! scenarios 9 and 13 of `docs/scenarios.md`). Every rejected write is checked byte-for-byte.
 
 mod common;
 
@@ -161,7 +162,7 @@ async fn a_fresh_claimed_commit_stores_its_event_for_fetch_and_latest() {
     assert_eq!(latest, Some(expected));
 }
 
-// ---- reliability §8 A 1–6 --------------------------------------------------------------
+// ---- `docs/reliability.md`, “Fenced commits” ----------------------------------------------------
 
 #[tokio::test]
 async fn a_current_commit_advances_the_seq_by_one_and_reads_back_exactly() {
@@ -383,7 +384,7 @@ async fn changed_graph_id_or_started_at_is_invalid_even_with_a_stale_fence() {
     }
 }
 
-// ---- reliability §8 C 23: sequence bounds ------------------------------------------------
+// ---- `docs/reliability.md`, “Bad input”: sequence bounds ----------------------------------------
 
 #[tokio::test]
 async fn an_expected_seq_at_the_maximum_is_refused_without_wrapping() {

@@ -1,4 +1,5 @@
-//! Corrupt records are loud and local (spec §4.2 `fetch_run`; reliability §8 C 25).
+//! Corrupt records are loud and local (`docs/storage-contract.md`, “Reading runs”;
+//! `docs/reliability.md`, “Corrupt records”).
 
 mod common;
 
@@ -18,7 +19,7 @@ fn runs_query(limit: u32, before: Option<RunCursor>) -> RunQuery {
     }
 }
 
-// ---- reliability §8 C 25: corruption is loud and local -----------------------------------
+// ---- `docs/reliability.md`, “Corrupt records”: corruption is loud and local ---------------------
 
 #[tokio::test]
 async fn a_corrupt_run_document_is_corrupt_on_every_read_and_other_runs_are_unaffected() {

@@ -1,5 +1,6 @@
-//! Event identity, idempotency and conflicts inside transitions (spec §4.1, §4.4; §9.1
-//! scenario 15).
+//! Event identity, idempotency and conflicts inside transitions (`docs/storage-contract.md`,
+//! “Transitions”; `docs/storage-contract.md`, “Reading events”; scenario 15 of
+//! `docs/scenarios.md`).
 
 mod common;
 

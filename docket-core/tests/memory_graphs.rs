@@ -1,4 +1,5 @@
-//! Graph versions on the memory store (spec §4.3; §9.1 scenarios 2–3).
+//! Graph versions on the memory store (`docs/storage-contract.md`, “Graph versions”; scenarios 2–3
+//! of `docs/scenarios.md`).
 
 mod common;
 

@@ -1,5 +1,6 @@
-//! Refresh, release, abandon and poison recovery on the memory store (spec §3.3, §4.2;
-//! §9.1 scenario 5; §9.6 scenarios 134–136).
+//! Refresh, release, abandon and poison recovery on the memory store (`docs/state-machines.md`,
+//! “Operational transitions”; `docs/storage-contract.md`, “Handing claims back”; scenarios 5 and
+//! 134–136 of `docs/scenarios.md`).
 
 mod common;
 

@@ -1,5 +1,6 @@
-//! `initialize` on the memory store (spec §4.1; §9.1 scenarios 1, 7, 8; §9.6 138, 139).
-//! Every rejected write is checked byte-for-byte against the store.
+//! `initialize` on the memory store (`docs/storage-contract.md`, “Transitions”; scenarios 1, 7, 8,
+//! 138 and 139 of `docs/scenarios.md`). Every rejected write is checked byte-for-byte against the
+//! store.
 
 mod common;
 

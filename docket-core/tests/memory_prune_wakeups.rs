@@ -1,4 +1,5 @@
-//! Retention (spec §7.7) and wake hints (spec §7.6) on the memory store.
+//! Retention (`docs/storage-contract.md`, “Retention”) and wake hints (`docs/storage-contract.md`,
+//! “Wake hints”) on the memory store.
 
 mod common;
 

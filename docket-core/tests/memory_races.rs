@@ -1,5 +1,5 @@
-//! Real concurrency against the memory store on a multi-thread runtime (spec §9.1 scenarios
-//! 10, 12; §9.6 scenario 133; reliability §8 B 18–21).
+//! Real concurrency against the memory store on a multi-thread runtime (`docs/reliability.md`,
+//! “Races”; scenarios 10, 12 and 133 of `docs/scenarios.md`).
 
 mod common;
 

@@ -1,5 +1,5 @@
-//! Reads, scopes and cursors on the memory store (spec §4.2, §4.4; §9.1 scenarios 2, 4, 6;
-//! §9.6 scenario 137).
+//! Reads, scopes and cursors on the memory store (`docs/storage-contract.md`, “Reading runs”;
+//! `docs/storage-contract.md`, “Reading events”; scenarios 2, 4, 6 and 137 of `docs/scenarios.md`).
 
 mod common;
 

@@ -1,5 +1,6 @@
-//! Concurrency of a superstep (spec §9.9 #191, §5.5): every activation runs at the same time,
-//! against the same snapshot, with its own identity.
+//! Concurrency of a superstep (`docs/runs-and-moments.md`, “Executing a superstep”; scenario 191 of
+//! `docs/scenarios.md`): every activation runs at the same time, against the same snapshot, with
+//! its own identity.
 
 mod support;
 

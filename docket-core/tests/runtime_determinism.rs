@@ -1,5 +1,5 @@
-//! Determinism of the pure core (spec §5.15): the same committed run and the same attempt
-//! results give byte-identical moments, whatever the scripted outcomes.
+//! Determinism of the pure core (`docs/runs-and-moments.md`, “Determinism”): the same committed run
+//! and the same attempt results give byte-identical moments, whatever the scripted outcomes.
 
 mod support;
 

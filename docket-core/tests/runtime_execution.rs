@@ -1,4 +1,5 @@
-//! Graph execution semantics through the inline driver (spec §9.9 #185, §5.8, §9.2 #18–#19).
+//! Graph execution semantics through the inline driver (`docs/runs-and-moments.md`,
+//! “Update barrier”; scenarios 185 and 18–19 of `docs/scenarios.md`).
 
 mod support;
 
@@ -287,7 +288,7 @@ async fn start_edges_fire_on_provided_inputs_only() {
     }));
     let driven = fx.run(&graph, json!({"a": "x"})).await;
     assert_eq!(fx.log.order(), vec!["on_a".to_owned()]);
-    // Quirk kept from the original: a $start → $finish edge bumps an unsubscribed channel.
+    // Kept on purpose: a $start → $finish edge bumps a channel no node subscribes to.
     assert_eq!(driven.checkpoints[0].run.channels["edge:e2"].version, 1);
 }
 
@@ -360,7 +361,8 @@ async fn exceeding_the_graph_max_supersteps_fails_with_a_typed_failure() {
 
 #[tokio::test]
 async fn a_host_bounds_a_canonically_unbounded_graph() {
-    // Spec §9.2 #19: host max_supersteps 1 on a graph without a policy fails the run.
+    // Scenario 19 of `docs/scenarios.md`: host max_supersteps 1 on a graph without a policy fails
+    // the run.
     let fx = Fx::new().host_max_supersteps(1);
     let driven = fx.run(&endless(), json!({})).await;
     assert_eq!(driven.run.status, RunStatus::Failed);
@@ -372,7 +374,8 @@ async fn a_host_bounds_a_canonically_unbounded_graph() {
 
 #[tokio::test]
 async fn a_graph_policy_wins_over_the_host_fallback() {
-    // Spec §9.2 #18: the graph's own policy bounds its cycle; the counter reaches 10.
+    // Scenario 18 of `docs/scenarios.md`: the graph's own policy bounds its cycle; the counter
+    // reaches 10.
     let fx = Fx::new().host_max_supersteps(2);
     let graph = doc(json!({
         "policies": {"max_supersteps": 20},

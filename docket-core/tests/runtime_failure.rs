@@ -1,4 +1,6 @@
-//! Failures and retries (spec §9.9 #183, §5.5, §5.6, §5.9).
+//! Failures and retries (`docs/runs-and-moments.md`, “Executing a superstep”;
+//! `docs/runs-and-moments.md`, “Settlement”; `docs/runs-and-moments.md`, “Terminal moments”;
+//! scenario 183 of `docs/scenarios.md`).
 
 mod support;
 

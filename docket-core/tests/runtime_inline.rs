@@ -1,5 +1,6 @@
-//! The inline driver (spec §9.9 #192, §5.16) and the drain-level scenarios it shares with the
-//! worker (spec §9.2 #16–#17).
+//! The inline driver (`docs/runs-and-moments.md`, “The processless driver”; scenario 192 of
+//! `docs/scenarios.md`) and the drain-level scenarios it shares with the worker (scenarios 16–17 of
+//! `docs/scenarios.md`).
 
 mod support;
 
@@ -280,7 +281,7 @@ async fn step_inline_on_a_waiting_run_commits_nothing() {
 
 #[tokio::test]
 async fn a_multi_step_drain_has_one_checkpoint_event_per_commit() {
-    // Spec §9.2 #16.
+    // Scenario 16 of `docs/scenarios.md`.
     let fx = Fx::new();
     let driven = fx.run(&pipeline(), json!({"n": 2})).await;
     let seqs: Vec<Value> = driven
@@ -295,8 +296,8 @@ async fn a_multi_step_drain_has_one_checkpoint_event_per_commit() {
 
 #[tokio::test]
 async fn a_one_node_graph_commits_a_step_then_completion() {
-    // Spec §9.2 #17: after initialization the committed moments are step_committed then
-    // run_completed, nothing else.
+    // Scenario 17 of `docs/scenarios.md`: after initialization the committed moments are
+    // step_committed then run_completed, nothing else.
     let fx = Fx::new();
     let graph = doc(json!({
         "fields": {"x": field("integer")},

@@ -1,4 +1,5 @@
-//! Interrupts through the inline driver (spec §9.9 #186, §5.11).
+//! Interrupts through the inline driver (`docs/runs-and-moments.md`, “Interrupts and cancellation”;
+//! scenario 186 of `docs/scenarios.md`).
 
 mod support;
 

@@ -1,6 +1,6 @@
-//! Moments (spec §9.9 #174, #176–#181): initialization, one commit boundary per advance,
-//! retry moments, checkpoint facts, uncommitted parks, waiting barriers, discarded moments.
-//! Yield (#175) lives in `runtime_yield.rs`.
+//! Moments (scenarios 174 and 176–181 of `docs/scenarios.md`): initialization, one commit boundary
+//! per advance, retry moments, checkpoint facts, uncommitted parks, waiting barriers, discarded
+//! moments. Yield (scenario 175) lives in `runtime_yield.rs`.
 
 mod support;
 
@@ -69,7 +69,7 @@ fn map(v: Value) -> ValueMap {
     v.as_object().cloned().expect("map")
 }
 
-// --- #174 -------------------------------------------------------------------------------
+// --- scenario 174 --------------------------------------------------------------------------------
 
 #[test]
 fn propose_init_matches_the_host_owned_initialization_exactly() {
@@ -168,7 +168,7 @@ fn propose_init_of_a_terminal_run_proposes_nothing() {
     );
 }
 
-// --- #176 -------------------------------------------------------------------------------
+// --- scenario 176 --------------------------------------------------------------------------------
 
 #[tokio::test]
 async fn propose_advance_drives_a_multi_step_graph_to_inline_parity() {
@@ -211,7 +211,7 @@ async fn propose_advance_drives_a_multi_step_graph_to_inline_parity() {
     }
 }
 
-// --- #177 -------------------------------------------------------------------------------
+// --- scenario 177 --------------------------------------------------------------------------------
 
 #[tokio::test]
 async fn a_retryable_failure_proposes_a_retry_moment_that_stays_running() {
@@ -277,7 +277,7 @@ async fn a_retryable_failure_proposes_a_retry_moment_that_stays_running() {
     assert_eq!(fx.log.attempts("a"), vec![1, 2]);
 }
 
-// --- #178 -------------------------------------------------------------------------------
+// --- scenario 178 --------------------------------------------------------------------------------
 
 #[tokio::test]
 async fn every_moment_appends_exactly_one_checkpoint_fact_after_its_runtime_facts() {
@@ -314,7 +314,7 @@ async fn every_moment_appends_exactly_one_checkpoint_fact_after_its_runtime_fact
     }
 }
 
-// --- #179 -------------------------------------------------------------------------------
+// --- scenario 179 --------------------------------------------------------------------------------
 
 #[tokio::test]
 async fn an_active_superstep_with_no_attempt_due_parks_uncommitted() {
@@ -352,7 +352,7 @@ async fn an_active_superstep_with_no_attempt_due_parks_uncommitted() {
     );
 }
 
-// --- #180 -------------------------------------------------------------------------------
+// --- scenario 180 --------------------------------------------------------------------------------
 
 #[tokio::test]
 async fn a_waiting_barrier_parks_externally_and_then_reports_its_interrupts() {
@@ -386,7 +386,7 @@ async fn a_waiting_barrier_parks_externally_and_then_reports_its_interrupts() {
     }
 }
 
-// --- #181 -------------------------------------------------------------------------------
+// --- scenario 181 --------------------------------------------------------------------------------
 
 #[tokio::test]
 async fn a_discarded_moment_leaves_the_committed_run_untouched_and_replans_identically() {

@@ -1,4 +1,5 @@
-//! Signal mutations (spec §9.9 #187, §5.11): `resolve_interrupt` and `cancel_run`.
+//! Signal mutations (`docs/runs-and-moments.md`, “Interrupts and cancellation”; scenario 187 of
+//! `docs/scenarios.md`): `resolve_interrupt` and `cancel_run`.
 
 mod support;
 

@@ -1,4 +1,5 @@
-//! Checkpoint order and identity (spec §9.9 #188, §5.4, §5.15).
+//! Checkpoint order and identity (`docs/runs-and-moments.md`, “Activations and identity”;
+//! `docs/runs-and-moments.md`, “Determinism”; scenario 188 of `docs/scenarios.md`).
 
 mod support;
 

@@ -1,4 +1,6 @@
-//! Reducer semantics through the barrier (spec §9.9 #189, §5.8, §5.10).
+//! Reducer semantics through the barrier (`docs/runs-and-moments.md`, “Update barrier”;
+//! `docs/runs-and-moments.md`, “Reducers, schemas, guards and portable values”; scenario 189 of
+//! `docs/scenarios.md`).
 
 mod support;
 

@@ -1,4 +1,5 @@
-//! Resuming saved runs (spec §9.9 #190, §5.2 saved re-initialization).
+//! Resuming saved runs (`docs/runs-and-moments.md`, “Initialization”; scenario 190 of
+//! `docs/scenarios.md`).
 
 mod support;
 

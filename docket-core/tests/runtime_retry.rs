@@ -1,4 +1,4 @@
-//! Retry parking (spec §9.9 #182, §5.7).
+//! Retry parking (`docs/runs-and-moments.md`, “Retry park”; scenario 182 of `docs/scenarios.md`).
 
 mod support;
 

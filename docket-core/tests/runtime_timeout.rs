@@ -1,4 +1,5 @@
-//! Attempt timeouts and cancellation (spec §9.9 #184, §5.5, §6.6). Time is tokio's paused
+//! Attempt timeouts and cancellation (`docs/runs-and-moments.md`, “Executing a superstep”;
+//! `docs/graphs.md`, “Host checks”; scenario 184 of `docs/scenarios.md`). Time is tokio's paused
 //! clock: a never-ready node times out as soon as the runtime is idle, without real waiting.
 
 mod support;

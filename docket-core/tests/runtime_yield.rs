@@ -1,4 +1,5 @@
-//! `Moment::yield_for` (spec §9.9 #175, §5.13).
+//! `Moment::yield_for` (`docs/runs-and-moments.md`, “Yielding at a drain budget”; scenario 175 of
+//! `docs/scenarios.md`).
 
 mod support;
 

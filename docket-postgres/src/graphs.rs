@@ -1,4 +1,4 @@
-//! Content-addressed graph versions (spec §4.3), owner-scoped.
+//! Content-addressed graph versions (`docs/storage-contract.md`, “Graph versions”), owner-scoped.
 
 use docket_core::graph::GraphDocument;
 use docket_core::model::{

@@ -23,8 +23,8 @@
 //! manual clock drives every backend in tests and no time zone or precision conversion can
 //! change a stored instant. The run document is the JSON text of [`docket_core::model::Run`]
 //! in a `bytea` column (not `jsonb`, which rejects `\u0000`); the columns the database filters
-//! on repeat document fields and are checked against it on every read. The row invariants of
-//! spec §3.2 are `CHECK` constraints.
+//! on repeat document fields and are checked against it on every read. The row invariants
+//! (`docs/state-machines.md`, “Row invariants”) are `CHECK` constraints.
 //!
 //! ## Isolation
 //!
@@ -36,9 +36,9 @@
 //! it, a concurrent update surfaces as a retryable `Unavailable` instead of `StaleCheckpoint`).
 //! Claims lock their candidates `FOR UPDATE SKIP LOCKED`, so concurrent claimers get disjoint
 //! batches; a claimer also skips a row a writer holds at that instant (a commit in flight), so
-//! it may return fewer runs than are due — the next poll finds them (spec §4.2). Transitions
-//! compare the proposal with the stored columns (identity, status, seq, claim), never with the
-//! decoded document: a commit whose fences match replaces a corrupt document, which reads
+//! it may return fewer runs than are due — the next poll finds them (`docs/claim-order.md`).
+//! Transitions compare the proposal with the stored columns (identity, status, seq, claim), never
+//! with the decoded document: a commit whose fences match replaces a corrupt document, which reads
 //! report as `Corrupt`.
 //!
 //! * `commit_claimed` is one statement: one round trip on success (after the connection has

@@ -1,5 +1,6 @@
-//! One retention pass (spec §7.7) in one transaction, serialized per schema by a
-//! transaction-scoped advisory lock (never a session lock, so transaction poolers work).
+//! One retention pass (`docs/storage-contract.md`, “Retention”) in one transaction, serialized per
+//! schema by a transaction-scoped advisory lock (never a session lock, so transaction poolers
+//! work).
 
 use docket_core::store::rules::queries;
 use docket_core::store::{PrunePolicy, PruneReport, StoreError, KEEP_GRAPH_VERSIONS};

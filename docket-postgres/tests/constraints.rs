@@ -1,6 +1,7 @@
-//! The row invariants of spec §3.2 hold in the database itself (§9.8 173): a write that breaks
-//! one — from a buggy build, a hand-edited row or another tool — is refused by a `CHECK`
-//! constraint (SQLSTATE 23514) and leaves the schema unchanged, whatever wrote it.
+//! The row invariants (`docs/state-machines.md`, “Row invariants”) hold in the database itself
+//! (scenario 173 of `docs/scenarios.md`): a write that breaks one — from a buggy build, a
+//! hand-edited row or another tool — is refused by a `CHECK` constraint (SQLSTATE 23514) and leaves
+//! the schema unchanged, whatever wrote it.
 
 mod common;
 

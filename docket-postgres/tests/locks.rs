@@ -64,9 +64,9 @@ async fn no_op_and_rejected_row_locking_calls_leave_the_row_unlocked() {
     assert_eq!(lease.run_id, run.id);
 }
 
-/// §9.5 122: rows another session holds locked are skipped, never waited for, and the claim
-/// still fills its demand from the due rows after them (lock-then-rank, not rank-then-lock:
-/// ranking the first page before locking would come back short).
+/// Scenario 122 of `docs/scenarios.md`: rows another session holds locked are skipped, never waited
+/// for, and the claim still fills its demand from the due rows after them (lock-then-rank, not
+/// rank-then-lock: ranking the first page before locking would come back short).
 #[tokio::test]
 async fn a_claim_skips_rows_locked_elsewhere_and_still_fills_its_demand() {
     let (store, guard) = open().await;

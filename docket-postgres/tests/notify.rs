@@ -51,9 +51,9 @@ async fn subscribers_get_a_hint_when_a_commit_makes_a_run_due() {
     next_hint(&mut wakeups).await;
 }
 
-/// §9.8 161: the listener is an isolated fast path. Killing its connection from the server
-/// side disturbs nothing else: it reconnects on its own (announcing itself with a hint), the
-/// store keeps serving, and hints flow again.
+/// Scenario 161 of `docs/scenarios.md`: the listener is an isolated fast path. Killing its
+/// connection from the server side disturbs nothing else: it reconnects on its own (announcing
+/// itself with a hint), the store keeps serving, and hints flow again.
 #[tokio::test]
 async fn the_listener_reconnects_after_its_connection_is_killed() {
     let (store, guard) = open().await;

@@ -192,8 +192,8 @@ async fn a_pass_skips_while_another_pruner_holds_the_lock() {
     );
 }
 
-/// §9.8 168: a terminal run another session holds locked is skipped, not waited for, and
-/// the rest of the pass still commits; the next pass takes it once it is free.
+/// Scenario 168 of `docs/scenarios.md`: a terminal run another session holds locked is skipped, not
+/// waited for, and the rest of the pass still commits; the next pass takes it once it is free.
 #[tokio::test]
 async fn a_locked_old_run_is_skipped_and_pruned_by_a_later_pass() {
     let (store, guard) = open().await;

@@ -1,5 +1,6 @@
--- abandon_claim.lua: pre-execution hand-back (spec §4.2 abandon_claim, §3.3), fenced on the
--- token and checkpoint_seq; decrements attempts (floored at 0), then reschedules or poisons.
+-- abandon_claim.lua: pre-execution hand-back (`docs/storage-contract.md`, “Handing claims back”;
+-- `docs/state-machines.md`, “Operational transitions”), fenced on the token and checkpoint_seq;
+-- decrements attempts (floored at 0), then reschedules or poisons.
 --
 -- KEYS[1] run hash   KEYS[2] ready zset   KEYS[3] claims zset   KEYS[4] poisoned set
 -- ARGV[1] JSON: run_id, token, expected_seq, now, retry_at, mode ("poisoning" |

@@ -1,5 +1,6 @@
 -- claim_due.lua: atomically select and lease (or poison) at most `limit` due runs
--- (spec §4.2 claim_due, §3.3; order of docket_core::store::rules::claim_order).
+-- (`docs/claim-order.md`; `docs/state-machines.md`, “Operational transitions”; order of
+-- docket_core::store::rules::claim_order).
 --
 -- KEYS[1] ready zset (score wake_at µs)   KEYS[2] claims zset (score claimed_at µs)
 -- KEYS[3] poisoned set

@@ -1,5 +1,6 @@
 -- commit_claimed.lua: a moment committed by the claim holder under the double fence
--- (spec §4.1 commit_claimed, §3.3).
+-- (`docs/storage-contract.md`, “commit_claimed”; `docs/state-machines.md`,
+-- “Operational transitions”).
 --
 -- KEYS[1] run hash          KEYS[2] events hash       KEYS[3] event seqs zset
 -- KEYS[4] events by time    KEYS[5] ready zset        KEYS[6] claims zset

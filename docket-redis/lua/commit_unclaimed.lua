@@ -1,6 +1,7 @@
 -- commit_unclaimed.lua: a signal's moment committed under an optimistic checkpoint_seq CAS
--- (spec §4.1 commit_unclaimed, §3.3). Never checks a claim token; always releases any claim,
--- which fences out an in-flight holder.
+-- (`docs/storage-contract.md`, “commit_unclaimed”; `docs/state-machines.md`,
+-- “Operational transitions”). Never checks a claim token; always releases any claim, which fences
+-- out an in-flight holder.
 --
 -- KEYS[1] run hash          KEYS[2] events hash       KEYS[3] event seqs zset
 -- KEYS[4] events by time    KEYS[5] ready zset        KEYS[6] claims zset

@@ -1,4 +1,5 @@
--- initialize.lua: insert a freshly initialized run with its events (spec §4.1 initialize).
+-- initialize.lua: insert a freshly initialized run with its events (`docs/storage-contract.md`,
+-- “initialize”).
 --
 -- KEYS[1] run hash            {docket:<ns>}:run:<run_id>
 -- KEYS[2] events hash         {docket:<ns>}:events:<run_id>

@@ -1,5 +1,5 @@
 -- list_events.lua (read only): one page of events plus the retained bounds and the run's
--- event_seq, all from one snapshot (spec §4.4 list_events).
+-- event_seq, all from one snapshot (`docs/storage-contract.md`, “Reading events”).
 --
 -- KEYS[1] run hash   KEYS[2] events hash   KEYS[3] event seqs zset (lex)
 -- ARGV[1] JSON: scope_kind, scope_owner, after (seq19), limit

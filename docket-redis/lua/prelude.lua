@@ -10,7 +10,7 @@
 --     written nothing, and the writes after the checks cannot fail on well-typed keys. The
 --     line "-- ===== writes: ... =====" marks the boundary in every write script; tests prove
 --     that nothing above it writes (statically) and that a fail point placed on it leaves the
---     store unchanged (reliability §8 A 14).
+--     store unchanged (`docs/reliability.md`, “Scripts check before they write”).
 --   * Time is never read from the server (no TIME): every instant is the caller's `now`.
 
 local P = cjson.decode(ARGV[1])

@@ -1,6 +1,6 @@
--- prune.lua: one retention pass (spec §7.7), at most `batch` deletions per category, each
--- category oldest first with the reference store's tie-breaks. Scripts run one at a time, so
--- two passes can never interleave.
+-- prune.lua: one retention pass (`docs/storage-contract.md`, “Retention”), at most `batch`
+-- deletions per category, each category oldest first with the reference store's tie-breaks. Scripts
+-- run one at a time, so two passes can never interleave.
 --
 -- KEYS[1] events by time zset (member run_id NUL seq19, score inserted_at µs)
 -- KEYS[2] terminal zset (member run_id, score updated_at µs)

@@ -1,5 +1,5 @@
 -- read_event.lua (read only): one event, or the newest retained one, with the run's
--- visibility checked in the same snapshot (spec §4.4 fetch_event, fetch_latest_event).
+-- visibility checked in the same snapshot (`docs/storage-contract.md`, “Reading events”).
 --
 -- KEYS[1] run hash   KEYS[2] events hash   KEYS[3] event seqs zset
 -- ARGV[1] JSON: scope_kind, scope_owner, seq (seq19, or "" for the newest)

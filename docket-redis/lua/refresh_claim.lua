@@ -1,4 +1,4 @@
--- refresh_claim.lua: re-stamp a current claim (spec §4.2 refresh_claim):
+-- refresh_claim.lua: re-stamp a current claim (`docs/storage-contract.md`, “Handing claims back”):
 -- claimed_at = max(stored, now), never backwards. Expiry is not checked.
 --
 -- KEYS[1] run hash   KEYS[2] claims zset

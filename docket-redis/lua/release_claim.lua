@@ -1,5 +1,6 @@
--- release_claim.lua: hand a claim back (spec §4.2 release_claim, §3.3). Idempotent; a token
--- that is not current changes nothing. Attempts are unchanged; no wake hint is published.
+-- release_claim.lua: hand a claim back (`docs/storage-contract.md`, “Handing claims back”;
+-- `docs/state-machines.md`, “Operational transitions”). Idempotent; a token that is not current
+-- changes nothing. Attempts are unchanged; no wake hint is published.
 --
 -- KEYS[1] run hash   KEYS[2] ready zset   KEYS[3] claims zset
 -- ARGV[1] JSON: run_id, token, now

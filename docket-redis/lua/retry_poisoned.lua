@@ -1,5 +1,6 @@
--- retry_poisoned.lua: recover a poisoned run (spec §4.2 retry_poisoned_run, §3.3). Changes no
--- document and consumes no sequence; returns the stored document for the caller to decode.
+-- retry_poisoned.lua: recover a poisoned run (`docs/storage-contract.md`, “Handing claims back”;
+-- `docs/state-machines.md`, “Operational transitions”). Changes no document and consumes no
+-- sequence; returns the stored document for the caller to decode.
 --
 -- KEYS[1] run hash   KEYS[2] ready zset   KEYS[3] poisoned set
 -- ARGV[1] JSON: run_id, scope_kind, scope_owner, now, terminal_statuses (comma-separated,

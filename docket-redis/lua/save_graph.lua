@@ -1,6 +1,6 @@
--- save_graph.lua: store a graph version, idempotent by content (spec §4.3 save_graph).
--- Identical bytes keep the original publication time; different bytes under the same address
--- are refused and never replace the stored ones.
+-- save_graph.lua: store a graph version, idempotent by content (`docs/storage-contract.md`,
+-- “Graph versions”). Identical bytes keep the original publication time; different bytes under the
+-- same address are refused and never replace the stored ones.
 --
 -- KEYS[1] graph version hash   {docket:<ns>}:graph:<owner_part>:<enc(graph_id)>:<graph_hash>
 -- KEYS[2] versions zset (lex)  {docket:<ns>}:graph_versions:<owner_part>:<enc(graph_id)>

@@ -1,5 +1,5 @@
-//! Mapping of Redis failures onto the portable [`StoreError`] (DESIGN §4): no Redis type crosses
-//! the store traits, only a message.
+//! Mapping of Redis failures onto the portable [`StoreError`] (`docs/storage-contract.md`,
+//! “The traits”): no Redis type crosses the store traits, only a message.
 
 use docket_core::store::{Message, StoreError};
 use redis::{ErrorKind, RedisError, ServerErrorKind};

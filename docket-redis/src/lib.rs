@@ -61,7 +61,7 @@
 //!
 //! Wake hints are published on the channel `docket:<ns>:wake` (channels are not keys) when a
 //! commit, an initialization or a poison recovery records a wake that is already due; release
-//! and abandon are silent, as in spec §7.6.
+//! and abandon are silent, as in `docs/storage-contract.md`, “Wake hints”.
 //!
 //! ## Durability and failover
 //!

@@ -1,7 +1,8 @@
 //! Connection set-up and the versioned schema (`PRAGMA user_version`).
 //!
-//! The row invariants of spec §3.2 are CHECK constraints, so even a bug in this crate cannot
-//! store an impossible operational state; the decoder checks them again on the way out.
+//! The row invariants (`docs/state-machines.md`, “Row invariants”) are CHECK constraints, so even
+//! a bug in this crate cannot store an impossible operational state; the decoder checks them again
+//! on the way out.
 
 use rusqlite::{Connection, TransactionBehavior};
 

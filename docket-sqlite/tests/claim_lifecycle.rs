@@ -1,4 +1,5 @@
-//! refresh / release / abandon / retry-poisoned (spec §3.3, §4.2).
+//! refresh / release / abandon / retry-poisoned (`docs/state-machines.md`,
+//! “Operational transitions”; `docs/storage-contract.md`, “Handing claims back”).
 
 mod common;
 

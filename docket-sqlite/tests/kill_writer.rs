@@ -1,4 +1,5 @@
-//! `kill -9` of a writing process (reliability.md §8 G44), for `synchronous=FULL` and `NORMAL`.
+//! `kill -9` of a writing process (`docs/reliability.md`, “Process and server faults”), for
+//! `synchronous=FULL` and `NORMAL`.
 //!
 //! Own `main` (`harness = false`): the parent re-executes this binary as a child that commits
 //! to one run in a loop and reports every acknowledged seq on stdout; after a number of

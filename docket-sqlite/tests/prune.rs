@@ -1,4 +1,5 @@
-//! Retention passes (spec §7.7): events by age, terminal runs by age, old unreferenced graphs.
+//! Retention passes (`docs/storage-contract.md`, “Retention”): events by age, terminal runs by age,
+//! old unreferenced graphs.
 
 mod common;
 

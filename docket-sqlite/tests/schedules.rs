@@ -1,4 +1,5 @@
-//! What each schedule of a committed moment does to the claim and the wake (spec §3.3).
+//! What each schedule of a committed moment does to the claim and the wake
+//! (`docs/state-machines.md`, “Operational transitions”).
 
 mod common;
 

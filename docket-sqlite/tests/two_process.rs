@@ -1,4 +1,5 @@
-//! Two OS processes write one database file concurrently (reliability.md §8 G43).
+//! Two OS processes write one database file concurrently (`docs/reliability.md`,
+//! “Process and server faults”).
 //!
 //! This target has its own `main` (`harness = false`): run plainly, it is the parent. It
 //! prepares a database, re-executes its own binary twice as children (selected by an

@@ -1,4 +1,5 @@
-//! The facade's error type (spec §2.12 vocabulary, typed).
+//! The facade's error type: the runtime's error vocabulary (`docs/runs-and-moments.md`,
+//! “Runtime errors”) and the store's, typed.
 
 use docket_core::graph::Diagnostic;
 use docket_core::lifecycle::{LifecycleError, SignalError};
@@ -91,7 +92,8 @@ fn summarize(diagnostics: &[Diagnostic]) -> String {
 }
 
 impl DocketError {
-    /// A stable machine-readable label (spec §2.12 names where one exists).
+    /// A stable machine-readable label (the runtime's error kind names where one exists, see
+    /// `docs/runs-and-moments.md`, “Runtime errors”).
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {

@@ -27,7 +27,7 @@
 //!   mergeable across workers.
 //! * `tracing-subscriber` only in the binary, to print the engine's events (`RUST_LOG`).
 //! * `plotters` (bitmap backend, text through pure-Rust `ab_glyph`) for the PNG chart of
-//!   [`bench`]; the backend drivers (`rusqlite`, `sqlx`, `redis`) come with their backend
+//!   [`bench`](mod@bench); the backend drivers (`rusqlite`, `sqlx`, `redis`) come with their backend
 //!   features so the bench can measure each store beside a raw floor on the same server.
 
 pub mod bench;

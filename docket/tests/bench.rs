@@ -18,7 +18,7 @@ use docket::core::store::{
     Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, RunStore, StoreError, StoreLayer,
 };
 
-/// Every figure DESIGN §10 asks for ((e) needs `/proc`).
+/// Every figure `BENCHMARKS.md` lists (“The figures”; (e) needs `/proc`).
 const FIGURES: [&str; 8] = [
     "commit_throughput",
     "claim_throughput",

@@ -1,5 +1,5 @@
 //! A misconfigured worker is refused at start-up with a message naming the options
-//! (spec §7.1, §9.2 41–42).
+//! (`docs/engine.md`, “Start-up validation”; scenarios 41–42 of `docs/scenarios.md`).
 
 use std::sync::Arc;
 

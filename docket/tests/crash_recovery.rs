@@ -124,9 +124,9 @@ async fn a_killed_worker_is_recovered_by_another_on_sqlite() {
     );
 }
 
-/// §9.3 47: killed after its first superstep committed, a vehicle leaves its claim; the steal
-/// is attempt 1 (the commit handed the attempts back), the run resumes from the last
-/// committed moment, and the writer that committed before the kill never runs again.
+/// Scenario 47 of `docs/scenarios.md`: killed after its first superstep committed, a vehicle leaves
+/// its claim; the steal is attempt 1 (the commit handed the attempts back), the run resumes from
+/// the last committed moment, and the writer that committed before the kill never runs again.
 #[tokio::test]
 async fn a_vehicle_killed_after_a_commit_is_resumed_from_it_and_the_steal_is_attempt_one() {
     let fx = VFx::new(WorkerConfig::default());

@@ -1,5 +1,5 @@
-//! The dispatcher (spec §9.7 141–151): demand, coalescing, launch failures, poison
-//! observation, shutdown, preference alternation.
+//! The dispatcher (scenarios 141–151 of `docs/scenarios.md`): demand, coalescing, launch failures,
+//! poison observation, shutdown, preference alternation.
 
 mod support;
 
@@ -371,9 +371,9 @@ async fn polls_above_demand_one_carry_the_preference_but_never_flip_it() {
     worker.shutdown().await;
 }
 
-/// §9.8 166: a wake hint is a fast path. With a one-minute poll interval, a run started after
-/// the worker's first poll is claimed and finished within seconds, because the store's hint
-/// makes the dispatcher poll at once.
+/// Scenario 166 of `docs/scenarios.md`: a wake hint is a fast path. With a one-minute poll
+/// interval, a run started after the worker's first poll is claimed and finished within seconds,
+/// because the store's hint makes the dispatcher poll at once.
 #[tokio::test]
 async fn a_wake_hint_gets_a_new_run_claimed_long_before_the_poll_interval() {
     let fx = fx(2);

@@ -1,4 +1,4 @@
-//! The facade (spec §9.4 58, 64–68; §9.8 153–159).
+//! The facade (scenarios 58, 64–68 and 153–159 of `docs/scenarios.md`).
 
 mod support;
 

@@ -191,9 +191,9 @@ impl Node for Gate {
     }
 }
 
-/// §9.3 45: a vehicle holds no database connection while its nodes run. With a pool of ONE
-/// connection, the worker's node is held open mid-superstep while the same store serves
-/// reads and a write; the run then finishes.
+/// Scenario 45 of `docs/scenarios.md`: a vehicle holds no database connection while its nodes run.
+/// With a pool of ONE connection, the worker's node is held open mid-superstep while the same store
+/// serves reads and a write; the run then finishes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_running_node_holds_no_database_connection() {
     let schema = Schema::fresh("slow");

@@ -1,5 +1,5 @@
-//! The worker's pruner task (spec §7.7): a pass at start deletes terminal runs past retention
-//! and keeps live ones.
+//! The worker's pruner task (`docs/engine.md`, “The pruner”): a pass at start deletes
+//! terminal runs past retention and keeps live ones.
 
 mod support;
 
@@ -52,8 +52,8 @@ async fn the_pruner_deletes_terminal_runs_past_retention_and_keeps_live_ones() {
     assert!(fx.docket.fetch_run(&live.id).await.is_ok());
 }
 
-/// §9.8 168: the pass at start is not the only one — a run that finishes and ages past
-/// retention afterwards is deleted by a later pass, one interval on.
+/// Scenario 168 of `docs/scenarios.md`: the pass at start is not the only one — a run that finishes
+/// and ages past retention afterwards is deleted by a later pass, one interval on.
 #[tokio::test]
 async fn the_pruner_passes_again_every_interval() {
     let fx = VFx::new(WorkerConfig {

@@ -1,6 +1,6 @@
-//! Publishing through the facade (spec §9.4 59 and 62): what reaches the store is the
-//! effective document, node config defaults materialized, and a graph whose materialized
-//! defaults fail their own schema reaches the store not at all.
+//! Publishing through the facade (scenarios 59 and 62 of `docs/scenarios.md`): what reaches the
+//! store is the effective document, node config defaults materialized, and a graph whose
+//! materialized defaults fail their own schema reaches the store not at all.
 
 mod support;
 

@@ -1,6 +1,6 @@
-//! The engine's telemetry (spec §7.10; §9.2 23, §9.6 110, §9.7 145, §9.8 169): spans and
-//! events carry the catalogue's names, a discarded moment emits no domain telemetry, a failed
-//! poll is reported, and no claim token ever appears in any of it.
+//! The engine's telemetry (`docs/engine.md`, “Telemetry”; scenarios 23, 110, 145 and 169 of
+//! `docs/scenarios.md`): spans and events carry the catalogue's names, a discarded moment emits no
+//! domain telemetry, a failed poll is reported, and no claim token ever appears in any of it.
 
 mod support;
 

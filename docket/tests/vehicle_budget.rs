@@ -1,4 +1,4 @@
-//! Drain budgets (spec §9.2 32–40).
+//! Drain budgets (scenarios 32–40 of `docs/scenarios.md`).
 
 mod support;
 
@@ -208,9 +208,9 @@ async fn a_failed_yield_commit_reports_no_committed_yield() {
     }
 }
 
-/// §9.3 56: one claim at a time (concurrency one), an endless cycle that was claimed first
-/// yields at its budget with a wake of *now*, so the shorter run — due since before — is the
-/// older candidate and completes next; the cycle gets its next turn afterwards.
+/// Scenario 56 of `docs/scenarios.md`: one claim at a time (concurrency one), an endless cycle that
+/// was claimed first yields at its budget with a wake of *now*, so the shorter run — due since
+/// before — is the older candidate and completes next; the cycle gets its next turn afterwards.
 #[tokio::test]
 async fn at_concurrency_one_an_endless_cycle_yields_and_the_older_due_run_completes() {
     let fx = VFx::new(budget(Some(3), 3_000));

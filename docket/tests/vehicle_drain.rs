@@ -1,4 +1,5 @@
-//! Vehicle drains (spec §9.2 16–21, 26–27, 29–30) and ambiguous commits (DESIGN §6).
+//! Vehicle drains (scenarios 16–21, 26–27 and 29–30 of `docs/scenarios.md`) and ambiguous commits
+//! (`docs/engine.md`, “Ambiguous commits”).
 
 mod support;
 
@@ -299,8 +300,9 @@ async fn a_lease_with_a_stale_token_cannot_commit_and_does_not_disturb_the_holde
     );
 }
 
-/// §9.3 46: an attempt that outlives `max_attempt_elapsed_ms` is aborted and, under a retry
-/// policy, parked durably: `retry_scheduled` committed, a future wake, the claim released.
+/// Scenario 46 of `docs/scenarios.md`: an attempt that outlives `max_attempt_elapsed_ms` is aborted
+/// and, under a retry policy, parked durably: `retry_scheduled` committed, a future wake, the claim
+/// released.
 #[tokio::test]
 async fn an_attempt_timeout_commits_durable_retry_state_and_releases_the_claim() {
     let fx = VFx::new(WorkerConfig {
@@ -345,9 +347,9 @@ async fn an_attempt_timeout_commits_durable_retry_state_and_releases_the_claim()
     );
 }
 
-/// §9.2 31: the launcher the dispatcher uses hands back the whole drain as one future: nothing
-/// runs until it is polled (the dispatcher spawns it on its task set), and polled to the end
-/// it drains the claimed run to its park.
+/// Scenario 31 of `docs/scenarios.md`: the launcher the dispatcher uses hands back the whole drain
+/// as one future: nothing runs until it is polled (the dispatcher spawns it on its task set), and
+/// polled to the end it drains the claimed run to its park.
 #[tokio::test]
 async fn the_vehicle_launcher_returns_the_drain_as_a_future_the_caller_runs() {
     use docket::engine::{Launcher, VehicleLauncher};

@@ -1,4 +1,4 @@
-//! Vehicle hand-backs and discards (spec §9.2 22–25, 28, 43).
+//! Vehicle hand-backs and discards (scenarios 22–25, 28 and 43 of `docs/scenarios.md`).
 
 mod support;
 

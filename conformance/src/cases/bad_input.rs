@@ -1,6 +1,6 @@
-//! Bad input (reliability §8 C): typed rejection of bad identifiers at construction, exact
-//! round-trips of awkward values, sequence overflow refused without wrapping, and corrupt
-//! records reported as corrupt — never a panic, never "absent", never contagious.
+//! Bad input (`docs/reliability.md`, “Bad input”): typed rejection of bad identifiers at
+//! construction, exact round-trips of awkward values, sequence overflow refused without wrapping,
+//! and corrupt records reported as corrupt — never a panic, never "absent", never contagious.
 
 use docket_core::model::{GraphId, IdError, TenantId, MAX_ID_BYTES, MAX_SEQ};
 use docket_core::store::InitProposal;

@@ -1,6 +1,7 @@
-//! End-to-end drains (DESIGN §8): claim → the real moment loop (`propose_advance`) →
-//! `lifecycle::commit_moment` under the double fence → completion, plus signals through
-//! `lifecycle::signal`. Built only from `docket-core`, as a worker's vehicle would be.
+//! End-to-end drains (`docs/implementing-a-store.md`, “The conformance suite”): claim → the real
+//! moment loop (`propose_advance`) → `lifecycle::commit_moment` under the double fence →
+//! completion, plus signals through `lifecycle::signal`. Built only from `docket-core`, as a
+//! worker's vehicle would be.
 
 use std::sync::Arc;
 

@@ -1,5 +1,6 @@
-//! Event reads (spec §4.4, §9.1 #4, §9.6 #137): ascending pages after a cursor, legal gaps,
-//! retained bounds and the run's `latest_seq`.
+//! Event reads (`docs/storage-contract.md`, “Reading events”; scenarios 4 and 137 of
+//! `docs/scenarios.md`): ascending pages after a cursor, legal gaps, retained bounds and the run's
+//! `latest_seq`.
 
 use docket_core::model::{EventQuery, MAX_PAGE_LIMIT};
 

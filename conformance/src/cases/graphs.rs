@@ -1,5 +1,6 @@
-//! Graph versions (spec §4.3, §9.1 #3): content addressing, idempotent saves, verified
-//! fetches and newest-first keyset paging.
+//! Graph versions (`docs/storage-contract.md`, “Graph versions”; scenario 3 of
+//! `docs/scenarios.md`): content addressing, idempotent saves, verified fetches and newest-first
+//! keyset paging.
 
 use docket_core::model::{GraphCursor, GraphId, GraphVersionQuery, MAX_PAGE_LIMIT};
 

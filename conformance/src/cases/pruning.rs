@@ -1,5 +1,5 @@
-//! Retention (spec §7.7): strict age cutoffs, terminal-only run deletion with cascading
-//! events, batches, and unreferenced old graph versions.
+//! Retention (`docs/storage-contract.md`, “Retention”): strict age cutoffs, terminal-only run
+//! deletion with cascading events, batches, and unreferenced old graph versions.
 
 use docket_core::model::GraphId;
 use docket_core::store::{PrunePolicy, KEEP_GRAPH_VERSIONS};

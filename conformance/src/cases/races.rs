@@ -1,5 +1,6 @@
-//! Races with real concurrency (reliability §8 B, spec §9.1 #10, #12): many tasks on a
-//! multi-threaded runtime against one store, with exact outcomes.
+//! Races with real concurrency (`docs/reliability.md`, “Races”; scenarios 10 and 12 of
+//! `docs/scenarios.md`): many tasks on a multi-threaded runtime against one store, with exact
+//! outcomes.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -324,9 +325,9 @@ pub async fn a_steal_racing_a_commit_never_lets_both_win(env: &Env<'_>) {
         let committed = joined(commit).await;
         let mut stolen = ok(joined(steal).await, "claim_due");
         if stolen.leases.is_empty() {
-            // A claimer skips a row another writer holds locked (spec §4.2, PostgreSQL's
-            // `SKIP LOCKED`): only the commit can have held it, so the commit won, and the
-            // next claim finds the run it released.
+            // A claimer skips a row another writer holds locked (`docs/claim-order.md`,
+            // PostgreSQL's `SKIP LOCKED`): only the commit can have held it, so the commit won, and
+            // the next claim finds the run it released.
             assert!(
                 committed.is_ok(),
                 "round {round}: the thief found nothing, so the commit must have landed"

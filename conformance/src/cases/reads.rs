@@ -1,5 +1,5 @@
-//! Run reads (spec §4.2, §9.1 #6): exact documents, projections, and newest-first run pages
-//! with filters and a keyset cursor.
+//! Run reads (`docs/storage-contract.md`, “Reading runs”; scenario 6 of `docs/scenarios.md`): exact
+//! documents, projections, and newest-first run pages with filters and a keyset cursor.
 
 use docket_core::model::{GraphHash, GraphId, RunCursor, RunQuery, MAX_PAGE_LIMIT};
 

@@ -1,5 +1,6 @@
-//! Scopes and tenant concealment (spec §2.1, §9.1 #2, #7): another tenant's row looks exactly
-//! like a missing one, everywhere but `initialize` (run ids are global).
+//! Scopes and tenant concealment (`docs/runs-and-moments.md`, “Scopes and tenancy”; scenarios 2 and
+//! 7 of `docs/scenarios.md`): another tenant's row looks exactly like a missing one, everywhere but
+//! `initialize` (run ids are global).
 
 use crate::cases::prelude::*;
 

@@ -1,6 +1,7 @@
-//! Wake hints (DESIGN §4 `wakeups`). A backend that declares [`crate::Capabilities::wakeups`]
-//! must deliver a hint to every subscriber when something becomes due; one that does not must
-//! return `None` — every case asserts one or the other, none is skipped.
+//! Wake hints (`docs/storage-contract.md`, “Wake hints”). A backend that declares
+//! [`crate::Capabilities::wakeups`] must deliver a hint to every subscriber when something becomes
+//! due; one that does not must return `None` — every case asserts one or the other, none is
+//! skipped.
 
 use std::time::Duration;
 

@@ -1,4 +1,5 @@
-//! The diagnostic catalogue (spec §6.3): every code the compiler can emit.
+//! The diagnostic catalogue (`docs/graphs.md`, “Diagnostic catalogue”): every code the compiler can
+//! emit.
 //!
 //! Codes are stable machine-readable strings; hosts match on them, so they never change once
 //! published. [`ERRORS`] and [`WARNINGS`] list the whole catalogue, which lets tests prove every

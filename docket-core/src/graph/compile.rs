@@ -1,5 +1,5 @@
-//! The compiler pipeline (spec §6.2): node contracts → materialize → validate → lower →
-//! runtime validation.
+//! The compiler pipeline (`docs/graphs.md`, “The compiler pipeline”): node contracts → materialize
+//! → validate → lower → runtime validation.
 //!
 //! * [`compile_for_publication`] materializes node config defaults and returns the effective
 //!   document whose hash becomes the graph's content address;

@@ -1,4 +1,4 @@
-//! Compiler diagnostics (spec §6.3).
+//! Compiler diagnostics (`docs/graphs.md`, “Diagnostic catalogue”).
 
 use std::fmt;
 

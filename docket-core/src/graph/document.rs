@@ -1,4 +1,5 @@
-//! The authored graph document and its JSON wire format (spec §6.1, §6.7).
+//! The authored graph document and its JSON wire format (`docs/graphs.md`,
+//! “The authored document”).
 //!
 //! The document is strict about its own structure (unknown keys are rejected by serde) and
 //! lenient about the parts the compiler judges (schemas, reducers, guards and policies are kept

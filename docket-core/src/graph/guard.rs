@@ -1,4 +1,5 @@
-//! Guards (spec §5.10): lax boolean expressions over a [`StateView`] that filter edges.
+//! Guards (`docs/runs-and-moments.md`, “Reducers, schemas, guards and portable values”): lax
+//! boolean expressions over a [`StateView`] that filter edges.
 //!
 //! Missing data makes a guard false, never an error; only a malformed expression is an error
 //! (a compile diagnostic, or a run failure if a malformed guard reaches the runtime).

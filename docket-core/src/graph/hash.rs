@@ -1,4 +1,5 @@
-//! Canonical encoding and content hash of an effective graph document (DESIGN §11.1).
+//! Canonical encoding and content hash of an effective graph document (`docs/design-decisions.md`,
+//! “Content hash over canonical JSON”).
 //!
 //! The stored bytes of a graph version are the canonical JSON of its effective document. The
 //! hash is the lowercase hex SHA-256 of a version tag followed by those bytes, so a future

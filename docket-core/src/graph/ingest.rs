@@ -1,5 +1,5 @@
 //! Reading the JSON wire format with diagnostics instead of one opaque parse error (the ingest
-//! step of spec §6.2).
+//! step of `docs/graphs.md`, “The compiler pipeline”).
 //!
 //! [`GraphDocument::from_json`] stops at the first serde error and has no path. The functions
 //! here judge the document piece by piece, so each problem gets its catalogue code and a

@@ -1,4 +1,5 @@
-//! Lowering an effective document to a [`RuntimeGraph`] (spec §6.4).
+//! Lowering an effective document to a [`RuntimeGraph`] (`docs/graphs.md`,
+//! “Lowering and the runtime graph”).
 //!
 //! Lowering runs only after validation found no errors, but it is written defensively: any
 //! inconsistency becomes a `lowering_invariant_failed` / `missing_runtime_channel` diagnostic,

@@ -1,6 +1,7 @@
-//! Default materialization (spec §6.2 step 3, §6.5): at publication, every config-schema field
-//! with a declared default is written into the node's config when absent, so the stored
-//! effective document no longer depends on the implementation's current defaults.
+//! Default materialization (`docs/graphs.md`, “The compiler pipeline”; `docs/graphs.md`,
+//! “Effective document and content hash”): at publication, every config-schema field with a
+//! declared default is written into the node's config when absent, so the stored effective document
+//! no longer depends on the implementation's current defaults.
 
 use serde_json::Value;
 

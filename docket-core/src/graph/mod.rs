@@ -1,5 +1,7 @@
-//! The graph model and compiler (spec §5.10, §6): the authored document, schemas, reducers,
-//! guards, policies, diagnostics, the compiler pipeline, the content hash and the runtime graph.
+//! The graph model and compiler (`docs/runs-and-moments.md`,
+//! “Reducers, schemas, guards and portable values”; `docs/graphs.md`): the authored document,
+//! schemas, reducers, guards, policies, diagnostics, the compiler pipeline, the content hash and
+//! the runtime graph.
 //!
 //! * write graphs as JSON ([`GraphDocument::from_json`], or [`ingest::parse_document`] for
 //!   diagnostics with paths) or in Rust ([`GraphDocument::builder`]);

@@ -1,4 +1,4 @@
-//! Node and graph policies (spec §6.1).
+//! Node and graph policies (`docs/graphs.md`, “The authored document”).
 //!
 //! Node policies: `"timeout_ms"` (positive integer), `"retry"` →
 //! `{"max_attempts" ≥ 1 (default 1), "backoff_ms" ≥ 0 (default 0)}` with no other keys.

@@ -1,4 +1,5 @@
-//! Reducers (spec §5.10): how the writes of one barrier fold into a state field.
+//! Reducers (`docs/runs-and-moments.md`, “Reducers, schemas, guards and portable values”): how the
+//! writes of one barrier fold into a state field.
 //!
 //! Wire form: a string (`"sum"`) or a map with a `"type"` and options
 //! (`{"type": "append", "unique": true, "max_length": 10}`); unknown options are ignored.
@@ -193,7 +194,8 @@ impl Reducer {
     }
 
     /// Validates one node write against the reducer-dependent write schema derived from the
-    /// field schema (spec §5.10). Committed values are never re-validated.
+    /// field schema (`docs/runs-and-moments.md`, “Reducers, schemas, guards and portable values”).
+    /// Committed values are never re-validated.
     ///
     /// # Errors
     /// Human-readable reasons.

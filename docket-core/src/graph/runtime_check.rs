@@ -1,5 +1,5 @@
-//! Runtime validation (spec §6.2 step 6): the internal invariants of a lowered
-//! [`RuntimeGraph`], checked after lowering and usable on any runtime graph a host hands in
+//! Runtime validation (`docs/graphs.md`, “The compiler pipeline”): the internal invariants of a
+//! lowered [`RuntimeGraph`], checked after lowering and usable on any runtime graph a host hands in
 //! (e.g. a precompiled one).
 //!
 //! A graph lowered from a validated document always passes; a failure means a compiler bug or

@@ -1,4 +1,4 @@
-//! The compiled, never-durable runtime graph (spec §2.11, §6.4).
+//! The compiled, never-durable runtime graph (`docs/graphs.md`, “Lowering and the runtime graph”).
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
-//! Value schemas (spec §5.10): what fields, inputs, outputs, node configs and interrupt
-//! resolutions are validated against.
+//! Value schemas (`docs/runs-and-moments.md`, “Reducers, schemas, guards and portable values”):
+//! what fields, inputs, outputs, node configs and interrupt resolutions are validated against.
 //!
 //! Wire form is a JSON object with a `"type"` and type-specific constraints, e.g.
 //! `{"type": "string", "min_length": 1}` or

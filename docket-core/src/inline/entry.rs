@@ -1,4 +1,4 @@
-//! The inline entry points (spec §5.16).
+//! The inline entry points (`docs/runs-and-moments.md`, “The processless driver”).
 
 use std::borrow::Cow;
 

@@ -1,5 +1,5 @@
-//! The processless driver (spec §5.16): runs a graph to a stop in the calling task, with no
-//! store, accepting every proposed moment as committed.
+//! The processless driver (`docs/runs-and-moments.md`, “The processless driver”): runs a graph to a
+//! stop in the calling task, with no store, accepting every proposed moment as committed.
 //!
 //! The inline runtime is not a second interpreter: it drives the same [`crate::runtime`]
 //! functions a worker does, only the commit is an in-memory acceptance. Parks are served by a

@@ -1,5 +1,5 @@
-//! The lifecycle composer (spec §4.5): the only code that turns moments into store
-//! transitions.
+//! The lifecycle composer (`docs/runs-and-moments.md`, “The lifecycle”): the only code that turns
+//! moments into store transitions.
 //!
 //! * [`Lifecycle::start`] initializes a run with its first wake from the *unclaimed* mapping of
 //!   its disposition (a first moment that parks externally or terminally is refused before the

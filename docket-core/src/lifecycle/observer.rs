@@ -1,4 +1,4 @@
-//! After-commit checkpoint observers (spec §4.5 `after_commit`).
+//! After-commit checkpoint observers (`docs/runs-and-moments.md`, “The lifecycle”).
 //!
 //! Observers see a moment only after it is durable, run on their own tokio tasks, and can
 //! neither change nor delay the result of the operation that committed it: an error, a panic

@@ -1,5 +1,5 @@
-//! Spans and events named after the original telemetry (spec §4.5, §7.10). They carry ids,
-//! sequences, types and outcomes; never claim tokens or payloads.
+//! The lifecycle's spans and events, named as in the telemetry catalogue (`docs/engine.md`,
+//! “Telemetry”). They carry ids, sequences, types and outcomes; never claim tokens or payloads.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,7 +102,7 @@ mod tests {
     use crate::model::Timestamp;
 
     #[test]
-    fn disposition_labels_follow_the_original_catalogue() {
+    fn disposition_labels_follow_the_telemetry_catalogue() {
         let park = |kind, reason| Disposition::Park { kind, reason };
         let at = ParkKind::At(Timestamp::from_millis(5));
         let cases = [

@@ -1,5 +1,6 @@
-//! Claims, releases, abandons and poison recovery (spec §3.3, §4.2), applied to the locked
-//! state. Every decision comes from [`crate::store::rules`]; this file only finds rows.
+//! Claims, releases, abandons and poison recovery (`docs/state-machines.md`,
+//! “Operational transitions”; `docs/storage-contract.md`, “Handing claims back”), applied to the
+//! locked state. Every decision comes from [`crate::store::rules`]; this file only finds rows.
 //!
 //! None of these operations touches a run document, `checkpoint_seq` or `updated_at`, and
 //! like a SQL backend they read the row's columns and operational state, not the document:

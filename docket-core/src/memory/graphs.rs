@@ -1,4 +1,5 @@
-//! Graph versions (spec §4.3): content-addressed, owner-scoped, verified on fetch.
+//! Graph versions (`docs/storage-contract.md`, “Graph versions”): content-addressed, owner-scoped,
+//! verified on fetch.
 
 use crate::graph::GraphDocument;
 use crate::model::{

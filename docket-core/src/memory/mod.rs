@@ -1,10 +1,11 @@
 //! The reference in-memory store: the model every backend is compared against.
 //!
 //! [`MemoryStore`] implements [`crate::store::RunStore`] and [`crate::store::GraphStore`] (so it
-//! is a [`crate::store::Backend`]) with exactly the semantics of spec §3.3 and §4, deciding
-//! nothing itself: every rule comes from [`crate::store::rules`]. Clarity beats speed here.
-//! The same value is the reference [`crate::ops::OpsLifecycleRegistry`] (module `ops`), whose
-//! rules come from [`crate::ops::rules`].
+//! is a [`crate::store::Backend`]) with exactly the semantics of `docs/storage-contract.md` and
+//! `docs/state-machines.md`, deciding nothing itself: every rule comes from
+//! [`crate::store::rules`]. Clarity beats speed here. The same value is the reference
+//! [`crate::ops::OpsLifecycleRegistry`] (module `ops`), whose rules come from
+//! [`crate::ops::rules`].
 //!
 //! # How it stores
 //!

@@ -1,5 +1,5 @@
-//! One retention pass (spec §7.7), applied to the locked state. Cutoffs are strict (`<`) and
-//! every category deletes at most `batch_size` rows, oldest first.
+//! One retention pass (`docs/storage-contract.md`, “Retention”), applied to the locked state.
+//! Cutoffs are strict (`<`) and every category deletes at most `batch_size` rows, oldest first.
 
 use std::collections::{BTreeMap, BTreeSet};
 

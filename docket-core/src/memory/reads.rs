@@ -1,4 +1,5 @@
-//! Run and event reads (spec §4.2, §4.4), from the locked state.
+//! Run and event reads (`docs/storage-contract.md`, “Reading runs”; `docs/storage-contract.md`,
+//! “Reading events”), from the locked state.
 
 use crate::model::{
     Event, EventPage, EventQuery, Run, RunId, RunInfo, RunPage, RunQuery, RunSummary, Scope,

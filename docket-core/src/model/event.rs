@@ -1,4 +1,5 @@
-//! Run events (spec §2.6) and checkpoint types (spec §2.7).
+//! Run events (`docs/runs-and-moments.md`, “Events”) and checkpoint types
+//! (`docs/runs-and-moments.md`, “Checkpoints and the envelope”).
 
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! Operational projection of a run (spec §2.3).
+//! Operational projection of a run (`docs/state-machines.md`, “Operational sub-states”).
 
 use serde::{Deserialize, Serialize};
 
@@ -50,10 +50,10 @@ pub struct Poison {
 
 /// The backend-owned scheduling state of a run, never part of the run document.
 ///
-/// Invariants (spec §3.2), which [`crate::store::rules`] maintains and stores check:
-/// a claim token is present exactly when `claimed_at` is; non-running rows have no claim, no
-/// wake and no poison; a poisoned row has no claim and no wake; a healthy running row has
-/// exactly one of {wake, claim}.
+/// Invariants (`docs/state-machines.md`, “Row invariants”), which [`crate::store::rules`] maintains
+/// and stores check: a claim token is present exactly when `claimed_at` is; non-running rows have
+/// no claim, no wake and no poison; a poisoned row has no claim and no wake; a healthy running row
+/// has exactly one of {wake, claim}.
 ///
 /// The claim token lives here because every store keeps it beside the run; it is never copied
 /// into [`RunInfo`], and its `Debug` is redacted.

@@ -1,4 +1,5 @@
-//! The interrupt request a node returns (spec §2.5).
+//! The interrupt request a node returns (`docs/runs-and-moments.md`,
+//! “Interrupts and cancellation”).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

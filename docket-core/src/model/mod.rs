@@ -1,5 +1,5 @@
 //! Domain types: identifiers, time, portable values, scopes, the run document, events,
-//! operational projections and pages (spec §2).
+//! operational projections and pages (`docs/runs-and-moments.md`).
 
 pub mod event;
 pub mod ids;

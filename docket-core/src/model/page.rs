@@ -1,4 +1,4 @@
-//! Queries, pages and keyset cursors (spec §2.10, §4.2–§4.4).
+//! Queries, pages and keyset cursors (`docs/storage-contract.md`, “Pages and cursors”).
 //!
 //! Page construction rules shared by all backends: fetch `limit + 1` rows in final order, keep
 //! the first `limit`; `has_more` says the lookahead row existed; the cursor is the key of the

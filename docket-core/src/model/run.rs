@@ -1,4 +1,4 @@
-//! The run document and its sub-records (spec §2.2, §2.4).
+//! The run document and its sub-records (`docs/runs-and-moments.md`, “The run document”).
 //!
 //! A [`Run`] is the graph-execution state of one run. Everything here is part of the durable
 //! document that stores persist and compare; the backend-owned scheduling facts (wake time,
@@ -86,7 +86,7 @@ impl RunStatus {
         .find(|s| s.as_str() == name)
     }
 
-    /// The allowed status matrix (spec §3.1).
+    /// The allowed status matrix (`docs/state-machines.md`, “Run status”).
     #[must_use]
     pub fn can_become(self, to: RunStatus) -> bool {
         use RunStatus::{Cancelled, Created, Done, Failed, Running, Waiting};
@@ -140,7 +140,7 @@ pub struct AttemptFailure {
     pub reason: String,
 }
 
-/// A task of the in-flight superstep (spec §2.4).
+/// A task of the in-flight superstep (`docs/runs-and-moments.md`, “The run document”).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskState {
@@ -192,7 +192,7 @@ pub enum PendingWriteKind {
     },
 }
 
-/// A completed sibling result parked until the barrier (spec §5.7).
+/// A completed sibling result parked until the barrier (`docs/runs-and-moments.md`, “Retry park”).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PendingWrite {
@@ -234,7 +234,7 @@ pub enum InterruptStatus {
     Resolved,
 }
 
-/// A registered interrupt (spec §2.4).
+/// A registered interrupt (`docs/runs-and-moments.md`, “The run document”).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InterruptState {
@@ -275,7 +275,7 @@ pub struct Failure {
     pub details: ValueMap,
 }
 
-/// The run document (spec §2.2).
+/// The run document (`docs/runs-and-moments.md`, “The run document”).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Run {

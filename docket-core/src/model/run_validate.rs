@@ -1,4 +1,4 @@
-//! Durable validity of a run document (spec §2.2 "Durable validity").
+//! Durable validity of a run document (`docs/runs-and-moments.md`, “Durable validity”).
 //!
 //! Every store runs [`validate_durable`] before writing a run and after decoding one, so a
 //! document that breaks an invariant is refused on the way in (`InvalidTransition`) and reported

@@ -3,7 +3,8 @@
 //! [`OwnerScope`] is what owns a graph version or a run; [`Scope`] is what a read or a signal is
 //! allowed to see. `System` exists only in [`Scope`], so a graph can never be owned by "the
 //! system", and claim operations take no scope at all (they are always system work): the
-//! combinations the original rejected at run time do not compile here.
+//! combinations that could only be refused at run time do not compile here
+//! (`docs/design-decisions.md`, “Typed scopes”).
 
 use std::fmt;
 

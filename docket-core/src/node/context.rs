@@ -1,4 +1,4 @@
-//! What a node attempt knows about itself (spec §5.5 executor `context`).
+//! What a node attempt knows about itself (`docs/runs-and-moments.md`, “Executing a superstep”).
 
 use std::collections::BTreeMap;
 

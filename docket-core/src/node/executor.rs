@@ -1,4 +1,5 @@
-//! The executor (spec §5.5): runs the activations of one superstep concurrently.
+//! The executor (`docs/runs-and-moments.md`, “Executing a superstep”): runs the activations of one
+//! superstep concurrently.
 //!
 //! Each activation is a tokio task in one [`JoinSet`], so no node sees another's same-step
 //! writes and dropping the [`execute`] future aborts every in-flight attempt. Each attempt is

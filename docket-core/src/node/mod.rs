@@ -1,4 +1,4 @@
-//! Node implementations and their execution (spec §5.5).
+//! Node implementations and their execution (`docs/runs-and-moments.md`, “Executing a superstep”).
 //!
 //! A [`Node`] is registered under a stable name in a [`NodeRegistry`]; graphs name it in
 //! `implementation`. The [`executor`] runs the activations of one superstep concurrently as

@@ -1,4 +1,4 @@
-//! What a node returns (spec §5.5 classification table).
+//! What a node returns (`docs/runs-and-moments.md`, “Executing a superstep”).
 
 use serde_json::Value;
 

@@ -1,4 +1,5 @@
-//! Activations and identity (spec §5.4): one planned node attempt of a superstep.
+//! Activations and identity (`docs/runs-and-moments.md`, “Activations and identity”): one planned
+//! node attempt of a superstep.
 //!
 //! Every identifier of an activation derives from committed state only, so re-planning an
 //! uncommitted superstep yields byte-identical task ids, idempotency keys and input hashes.

@@ -1,4 +1,5 @@
-//! `propose_advance` (spec §5.3): plan → execute → settle, one commit boundary per call.
+//! `propose_advance` (`docs/runs-and-moments.md`, “Planning”): plan → execute → settle, one commit
+//! boundary per call.
 
 use super::config::RuntimeConfig;
 use super::error::RuntimeError;

@@ -1,5 +1,5 @@
-//! The update barrier (spec §5.8): commits the merged writes of a settled superstep, fires
-//! edges, registers interrupts and advances `step`.
+//! The update barrier (`docs/runs-and-moments.md`, “Update barrier”): commits the merged writes of
+//! a settled superstep, fires edges, registers interrupts and advances `step`.
 
 use std::collections::{BTreeMap, BTreeSet};
 

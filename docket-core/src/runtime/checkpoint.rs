@@ -1,5 +1,5 @@
-//! Committed checkpoints (spec §2.7): what observers and the inline driver receive after a
-//! moment commits.
+//! Committed checkpoints (`docs/runs-and-moments.md`, “Checkpoints and the envelope”): what
+//! observers and the inline driver receive after a moment commits.
 
 use super::moment::Moment;
 use crate::model::{CheckpointType, Event, Run, Timestamp, ValueMap};

@@ -1,4 +1,4 @@
-//! Attempt results and their classification (spec §5.5).
+//! Attempt results and their classification (`docs/runs-and-moments.md`, “Executing a superstep”).
 //!
 //! The executor reports what an attempt did ([`AttemptOutcome`]); whether a failure is retried
 //! is a pure decision of the runtime: a retryable failure retries iff `attempt <

@@ -1,4 +1,4 @@
-//! The typed runtime error (spec §2.12 `Docket.Error`).
+//! The typed runtime error (`docs/runs-and-moments.md`, “Runtime errors”).
 //!
 //! Every fallible runtime, node and inline entry point returns [`RuntimeError`]: a stable
 //! machine-readable [`ErrorKind`], the [`Phase`] that failed, the node concerned (if any), a
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::model::{Failure, ValueMap};
 
-/// The stable type of a [`RuntimeError`] (spec §2.12 error vocabulary).
+/// The stable type of a [`RuntimeError`] (`docs/runs-and-moments.md`, “Runtime errors”).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {

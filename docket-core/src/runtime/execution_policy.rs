@@ -1,5 +1,5 @@
-//! Host execution-policy check (spec §6.6): a graph whose node asks for a longer attempt than
-//! this host allows cannot run here.
+//! Host execution-policy check (`docs/graphs.md`, “Host checks”): a graph whose node asks for a
+//! longer attempt than this host allows cannot run here.
 
 use serde_json::json;
 

@@ -1,4 +1,4 @@
-//! Building and initializing a run (spec §5.2).
+//! Building and initializing a run (`docs/runs-and-moments.md`, “Initialization”).
 
 use std::collections::BTreeSet;
 

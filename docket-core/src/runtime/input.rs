@@ -1,5 +1,5 @@
-//! Run input validation (spec §5.2 step 1): every problem is collected into one
-//! `invalid_input` error, so a caller sees all of them at once.
+//! Run input validation (`docs/runs-and-moments.md`, “Initialization”): every problem is collected
+//! into one `invalid_input` error, so a caller sees all of them at once.
 
 use serde_json::{json, Value};
 

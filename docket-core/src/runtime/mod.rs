@@ -1,4 +1,4 @@
-//! The pure moment loop (spec §5).
+//! The pure moment loop (`docs/runs-and-moments.md`, “The moment loop”).
 //!
 //! Storage-free and shared by every driver (the worker's vehicles and the inline driver): the
 //! runtime never commits, it *proposes* moments.

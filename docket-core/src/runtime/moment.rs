@@ -1,4 +1,5 @@
-//! Moments and dispositions (spec §2.8): what one commit boundary proposes.
+//! Moments and dispositions (`docs/runs-and-moments.md`, “Moments and dispositions”): what one
+//! commit boundary proposes.
 
 use serde::{Deserialize, Serialize};
 
@@ -96,7 +97,8 @@ pub enum Disposition {
 }
 
 impl Disposition {
-    /// The schedule of a claimed commit (spec §2.8, "claimed" column).
+    /// The schedule of a claimed commit (`docs/runs-and-moments.md`, “Moments and dispositions”,
+    /// "claimed" column).
     #[must_use]
     pub fn claimed_schedule(self) -> ClaimedSchedule {
         match self {
@@ -105,7 +107,8 @@ impl Disposition {
         }
     }
 
-    /// The wake of an unclaimed commit (spec §2.8, "unclaimed" column).
+    /// The wake of an unclaimed commit (`docs/runs-and-moments.md`, “Moments and dispositions”,
+    /// "unclaimed" column).
     #[must_use]
     pub fn unclaimed_wake(self) -> ReleaseWake {
         match self {
@@ -124,7 +127,8 @@ impl Disposition {
     }
 }
 
-/// A newly parked pending write reported by a moment (spec §2.7 `pending_attempts`).
+/// A newly parked pending write reported by a moment (`docs/runs-and-moments.md`,
+/// “Checkpoints and the envelope”).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingAttempt {
     /// Task id.
@@ -139,7 +143,7 @@ pub struct PendingAttempt {
     pub idempotency_key: String,
 }
 
-/// One proposed commit boundary (spec §2.8).
+/// One proposed commit boundary (`docs/runs-and-moments.md`, “Moments and dispositions”).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Moment {
     /// The proposed run (`checkpoint_seq` already +1).
@@ -158,7 +162,8 @@ pub struct Moment {
     pub pending_attempts: Vec<PendingAttempt>,
 }
 
-/// What a signal's pure mutation decides for the freshly fetched run (spec §2.13).
+/// What a signal's pure mutation decides for the freshly fetched run (`docs/runs-and-moments.md`,
+/// “Signals”).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mutation {
     /// Commit this moment with `commit_unclaimed` at the fetched run's seq.

@@ -1,5 +1,5 @@
-//! Signal mutations (spec §5.11): resolving an interrupt and cancelling a run, as pure
-//! functions of the freshly fetched run.
+//! Signal mutations (`docs/runs-and-moments.md`, “Interrupts and cancellation”): resolving an
+//! interrupt and cancelling a run, as pure functions of the freshly fetched run.
 
 use serde_json::{json, Value};
 

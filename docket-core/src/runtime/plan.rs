@@ -1,8 +1,9 @@
-//! Planning (spec §5.3): what the next commit boundary of a run is, decided from committed
-//! state alone.
+//! Planning (`docs/runs-and-moments.md`, “Planning”): what the next commit boundary of a run is,
+//! decided from committed state alone.
 //!
 //! [`plan`] never executes anything and never reads a clock: the caller passes `now`
-//! (`max(clock(), resume_floor)` on the resume path, spec §5.14).
+//! (`max(clock(), resume_floor)` on the resume path, `docs/runs-and-moments.md`,
+//! “The resume floor”).
 
 use std::collections::BTreeSet;
 

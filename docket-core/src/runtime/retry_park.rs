@@ -1,5 +1,6 @@
-//! The retry park (spec §5.7): the superstep stays open, completed siblings wait as pending
-//! writes and each retrying task is parked durably behind its backoff timer.
+//! The retry park (`docs/runs-and-moments.md`, “Retry park”): the superstep stays open, completed
+//! siblings wait as pending writes and each retrying task is parked durably behind its backoff
+//! timer.
 
 use super::activation::Activation;
 use super::moment::{Disposition, Moment, ParkKind, ParkReason, PendingAttempt};

@@ -1,4 +1,5 @@
-//! Settlement (spec §5.6): turning a plan and its attempt results into exactly one moment.
+//! Settlement (`docs/runs-and-moments.md`, “Settlement”): turning a plan and its attempt results
+//! into exactly one moment.
 //!
 //! Results are classified, validated once, sorted by node id and then decided, first match
 //! winning: any permanent failure fails the run; any retry, or a partially dispatched

@@ -1,4 +1,5 @@
-//! State views (spec §5.4): what nodes and guards see of the committed channels.
+//! State views (`docs/runs-and-moments.md`, “Activations and identity”): what nodes and guards see
+//! of the committed channels.
 //!
 //! Public input/field id → value; a never-written field shows its effective default when that
 //! default is non-null, otherwise it is absent. `versions` carries every declared id (0 when

@@ -1,4 +1,4 @@
-//! Terminal moments (spec §5.9): completion and failure.
+//! Terminal moments (`docs/runs-and-moments.md`, “Terminal moments”): completion and failure.
 
 use serde_json::{json, Value};
 

@@ -1,4 +1,5 @@
-//! Edge triggering at a barrier (spec §5.8 step 2) and at initialization (spec §5.2 step 3).
+//! Edge triggering at a barrier (`docs/runs-and-moments.md`, “Update barrier”) and at
+//! initialization (`docs/runs-and-moments.md`, “Initialization”).
 //!
 //! Barrier joins remember completed sources across supersteps (sticky `barrier_seen`) and fire
 //! once every source has completed since the last firing. Guards filter *after* that

@@ -1,4 +1,5 @@
-//! Validation of node writes (spec §5.6): state updates and interrupt requests.
+//! Validation of node writes (`docs/runs-and-moments.md`, “Settlement”): state updates and
+//! interrupt requests.
 //!
 //! A problem found here is a permanent failure of the attempt (never retried): retrying the
 //! same node against the same snapshot would produce the same invalid write.

@@ -1,4 +1,5 @@
-//! `Moment::yield_for` (spec §5.13): the only sanctioned rewrite of a proposed moment.
+//! `Moment::yield_for` (`docs/runs-and-moments.md`, “Yielding at a drain budget”): the only
+//! sanctioned rewrite of a proposed moment.
 
 use super::moment::{Disposition, Moment, ParkKind, ParkReason};
 use super::sequencing::park_fields;

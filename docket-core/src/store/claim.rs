@@ -1,4 +1,4 @@
-//! Claim-side types (spec §2.9).
+//! Claim-side types (`docs/claim-order.md`, “The claim policy”).
 
 use std::num::NonZeroU32;
 

@@ -7,7 +7,8 @@ use std::sync::Arc;
 /// A boxed, shareable source error (driver errors are converted, never exposed as types).
 pub type SourceError = Arc<dyn StdError + Send + Sync + 'static>;
 
-/// The portable error algebra of the store traits (spec §4.1, DESIGN §4).
+/// The portable error algebra of the store traits (`docs/storage-contract.md`, “Error
+/// vocabulary”).
 ///
 /// Backends map their native failures explicitly (SQLSTATE 40001/40P01, `SQLITE_BUSY`,
 /// connection loss, Redis `BUSY`) into these variants; no driver error type crosses the traits.
@@ -136,7 +137,7 @@ impl StoreError {
     /// Whether retrying the same call later may succeed without changing it.
     ///
     /// Only infrastructure failures are retryable; [`StoreError::Ambiguous`] is *not*: the
-    /// caller must first find out whether the write landed (DESIGN §6).
+    /// caller must first find out whether the write landed (`docs/engine.md`, “Ambiguous commits”).
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         matches!(

@@ -1,4 +1,4 @@
-//! The data-only proposals of the three transitions (spec §4.1).
+//! The data-only proposals of the three transitions (`docs/storage-contract.md`, “Transitions”).
 
 use crate::model::{CheckpointType, ClaimToken, Run, Timestamp};
 

@@ -1,4 +1,4 @@
-//! Retention (spec §7.7).
+//! Retention (`docs/storage-contract.md`, “Retention”).
 
 use std::num::NonZeroU32;
 

@@ -1,4 +1,5 @@
-//! What a committed moment does to the run's claim and wake (spec §2.8, §3.3).
+//! What a committed moment does to the run's claim and wake (`docs/runs-and-moments.md`,
+//! “Moments and dispositions”; `docs/state-machines.md`, “Operational transitions”).
 
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +20,8 @@ pub enum ReleaseWake {
 }
 
 impl ReleaseWake {
-    /// Whether this wake is compatible with the proposed status (spec §4.1).
+    /// Whether this wake is compatible with the proposed status (`docs/storage-contract.md`,
+    /// “Transitions”).
     #[must_use]
     pub fn fits(self, status: RunStatus) -> bool {
         match self {
@@ -52,7 +54,8 @@ pub enum ClaimedSchedule {
 }
 
 impl ClaimedSchedule {
-    /// Whether this schedule is compatible with the proposed status (spec §4.1).
+    /// Whether this schedule is compatible with the proposed status (`docs/storage-contract.md`,
+    /// “Transitions”).
     #[must_use]
     pub fn fits(self, status: RunStatus) -> bool {
         match self {

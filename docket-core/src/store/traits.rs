@@ -1,4 +1,4 @@
-//! The store traits (DESIGN §4, spec §4).
+//! The store traits (`docs/storage-contract.md`).
 //!
 //! # Contract shared by every method
 //!
@@ -13,8 +13,8 @@
 //! # Cancel safety
 //!
 //! Reads are cancel safe. Writes are not: a write future dropped after it was sent may or may
-//! not have been applied. Callers resolve that by re-reading (DESIGN §6), never by blindly
-//! retrying.
+//! not have been applied. Callers resolve that by re-reading (`docs/engine.md`,
+//! “Ambiguous commits”), never by blindly retrying.
 
 use std::fmt::Debug;
 
@@ -62,8 +62,10 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// Commits a moment under the double fence (claim token + `expected_seq`), atomically
     /// with its events and schedule; resets claim attempts, abandons and poison.
     ///
-    /// Validation order: proposal → lookup in `scope` → immutable identity (`id`, `graph_id`,
-    /// `graph_hash`, `started_at`) → fences (seq, token) → events.
+    /// Validation order (`docs/storage-contract.md`, “Validation order”), decided by
+    /// `rules::transition::Commit`: proposal → lookup in `scope` → immutable identity (`id`,
+    /// `graph_id`, `graph_hash`, `started_at`) → `checkpoint_seq` fence → claim-token fence →
+    /// status matrix → events.
     ///
     /// # Errors
     /// `InvalidTransition`, `NotFound`, `StaleCheckpoint` (fence lost), `EventConflict`,
@@ -107,7 +109,7 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError>;
 
     /// Atomically selects and claims (or poisons) at most `policy.limit` due runs, following
-    /// the class reservation and preference rules of spec §4.2. Always system work.
+    /// the class reservation and preference rules of `docs/claim-order.md`. Always system work.
     ///
     /// # Errors
     /// Infrastructure errors only; nothing is claimed on error.
@@ -137,8 +139,9 @@ pub trait RunStore: Send + Sync + Debug + 'static {
         now: Timestamp,
     ) -> Result<(), StoreError>;
 
-    /// Hands a claim back before its first commit (spec §3.3): fenced on token and
-    /// `policy.expected_seq`; decrements attempts; reschedules or poisons.
+    /// Hands a claim back before its first commit (`docs/state-machines.md`,
+    /// “Operational transitions”): fenced on token and `policy.expected_seq`; decrements attempts;
+    /// reschedules or poisons.
     ///
     /// # Errors
     /// `InvalidArgument` (`retry_at < now`), infrastructure. A stale fence is `Ok(Stale)`.

@@ -415,8 +415,8 @@ pub fn open_interrupt(id: &str, at: Timestamp) -> InterruptState {
     }
 }
 
-/// A `cancel_run`-shaped pure mutation (spec §3.1): cancelled → unchanged; done/failed →
-/// refused; running/waiting → a `run_cancelled` moment at `at`.
+/// A `cancel_run`-shaped pure mutation (`docs/state-machines.md`, “Run status”): cancelled →
+/// unchanged; done/failed → refused; running/waiting → a `run_cancelled` moment at `at`.
 pub fn cancel_mutation(run: &Run, at: Timestamp) -> Result<Mutation, &'static str> {
     match run.status {
         RunStatus::Cancelled => Ok(Mutation::Unchanged(Box::new(run.clone()))),

@@ -1,6 +1,6 @@
 //! A store layer (`Layered<Scripted>` is the store) around the memory store that counts the
 //! calls the lifecycle makes and injects failures or lost races, for the lifecycle tests
-//! (spec §9.4 71–73).
+//! (scenarios 71–73 of `docs/scenarios.md`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};

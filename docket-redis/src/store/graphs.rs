@@ -1,4 +1,5 @@
-//! Graph versions (spec §4.3): content-addressed, owner-scoped, idempotent by content.
+//! Graph versions (`docs/storage-contract.md`, “Graph versions”): content-addressed, owner-scoped,
+//! idempotent by content.
 
 use docket_core::graph::GraphDocument;
 use docket_core::model::{

@@ -94,7 +94,8 @@ impl RedisStore {
 
     /// A twin of this store (same connection and namespace) whose write scripts stop with an
     /// error exactly at their write boundary: after every check passed, before the first
-    /// write. Tests use it to prove that the checks write nothing (reliability §8 A 14).
+    /// write. Tests use it to prove that the checks write nothing (`docs/reliability.md`,
+    /// “Scripts check before they write”).
     #[cfg(feature = "testing")]
     #[must_use]
     pub fn with_fail_points(&self) -> RedisStore {

@@ -1,4 +1,4 @@
-//! Retention (spec §7.7): one `prune.lua` pass.
+//! Retention (`docs/storage-contract.md`, “Retention”): one `prune.lua` pass.
 
 use docket_core::store::rules::queries::validate_prune_policy;
 use docket_core::store::{PrunePolicy, PruneReport, StoreError, KEEP_GRAPH_VERSIONS};

@@ -1,7 +1,7 @@
-//! Reliability §8 A 14: Redis has no rollback, so every script must finish its checks before
-//! its first write. Each write script is run through a twin whose write boundary raises an
-//! error; on a call that passes every check (the production script then succeeds on the same
-//! state), the twin must fail and leave the namespace byte-identical.
+//! `docs/reliability.md`, “Scripts check before they write”: Redis has no rollback, so every script
+//! must finish its checks before its first write. Each write script is run through a twin whose
+//! write boundary raises an error; on a call that passes every check (the production script then
+//! succeeds on the same state), the twin must fail and leave the namespace byte-identical.
 
 use std::future::Future;
 use std::num::NonZeroU32;

@@ -1,6 +1,6 @@
-//! One retention pass (spec §7.7), run on the writer connection in one `BEGIN IMMEDIATE`
-//! transaction. The writer thread runs one job at a time, so passes of this process never
-//! overlap, and the database write lock serializes them with other processes.
+//! One retention pass (`docs/storage-contract.md`, “Retention”), run on the writer connection in
+//! one `BEGIN IMMEDIATE` transaction. The writer thread runs one job at a time, so passes of this
+//! process never overlap, and the database write lock serializes them with other processes.
 
 use rusqlite::{params, Connection};
 

@@ -30,7 +30,7 @@ impl Better {
 pub struct Figure {
     /// Stable key (`commit_throughput`, `commit_latency_p99`, …).
     pub key: &'static str,
-    /// Human label, with the figure's letter from DESIGN §10.
+    /// Human label, with the figure's letter from `BENCHMARKS.md` (“The figures”).
     pub label: String,
     /// Unit of `value` and `floor`.
     pub unit: &'static str,

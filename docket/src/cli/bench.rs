@@ -1,4 +1,4 @@
-//! `docket bench`: the DESIGN §10 figures of one backend beside their raw floors (see
+//! `docket bench`: the figures of `BENCHMARKS.md` for one backend beside their raw floors (see
 //! `docket::bench`), printed as a table, optionally written as JSON lines and a PNG chart.
 
 use std::path::PathBuf;

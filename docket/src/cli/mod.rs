@@ -54,7 +54,8 @@ enum Command {
     /// own temp file, schema or key namespace) and print the report per family.
     #[cfg(feature = "conformance")]
     Conformance(conformance::ConformanceArgs),
-    /// Measure throughput and latency beside raw floors on a fresh store (DESIGN §10).
+    /// Measure throughput and latency beside raw floors on a fresh store (`BENCHMARKS.md`,
+    /// “The figures”).
     Bench(bench::BenchArgs),
 }
 

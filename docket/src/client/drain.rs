@@ -1,4 +1,5 @@
-//! Bounded, synchronous drains (spec §7.8) and the inline testing mode.
+//! Bounded, synchronous drains (`docs/engine.md`, “Bounded drains and testing modes”) and the
+//! inline testing mode.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;

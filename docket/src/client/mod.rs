@@ -1,5 +1,5 @@
-//! The [`Docket`] client facade (spec §7.9): graphs, runs, signals, events and bounded
-//! drains over any [`Backend`], scoped to one owner.
+//! The [`Docket`] client facade (`docs/engine.md`, “The facade”): graphs, runs, signals, events and
+//! bounded drains over any [`Backend`], scoped to one owner.
 //!
 //! A handle is tenantless by default; [`Docket::tenant`] returns a handle scoped to one
 //! tenant. The facade never accepts the system scope: only the engine (claims, vehicles,
@@ -28,7 +28,7 @@ use crate::error::DocketError;
 
 pub use runs::AwaitOptions;
 
-/// How the facade advances runs by itself (spec §7.8).
+/// How the facade advances runs by itself (`docs/engine.md`, “Bounded drains and testing modes”).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TestingMode {
     /// Production: workers advance runs; [`Docket::drain_runs`] is refused.

@@ -1,6 +1,7 @@
-//! The admission phase (spec §7.3 "Preference", §9.7 152): serializes claim scans of one
-//! instance and alternates the preferred claim class after successful demand-1 scans, so a
-//! worker at concurrency one neither starves expired claims nor ready runs.
+//! The admission phase (`docs/engine.md`, “Admission preference”; scenario 152 of
+//! `docs/scenarios.md`): serializes claim scans of one instance and alternates the preferred claim
+//! class after successful demand-1 scans, so a worker at concurrency one neither starves expired
+//! claims nor ready runs.
 
 use std::future::Future;
 

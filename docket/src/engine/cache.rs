@@ -1,10 +1,10 @@
-//! The graph cache (spec §7.5): compiled runtime graphs and recorded incompatibilities, keyed by
-//! owner scope and graph version.
+//! The graph cache (`docs/engine.md`, “The graph cache”): compiled runtime graphs and recorded
+//! incompatibilities, keyed by owner scope and graph version.
 //!
 //! Graph versions are immutable and content-addressed, so a compiled entry never goes stale
-//! within one process (the node registry is fixed for the engine's lifetime, which is the Rust
-//! analogue of the original's code generation). Incompatibilities are trusted only for a TTL,
-//! so a transient cause (a corrupt read) heals by itself. Losing the cache costs latency only.
+//! within one process (the node registry is fixed for the engine's lifetime). Incompatibilities
+//! are trusted only for a TTL, so a transient cause (a corrupt read) heals by itself. Losing the
+//! cache costs latency only.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

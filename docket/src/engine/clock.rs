@@ -88,7 +88,7 @@ pub trait Jitter: Send + Sync + fmt::Debug + 'static {
     fn jitter(&self, n: u64) -> u64;
 }
 
-/// Uniform jitter in `1..=n` (spec §7.2 `:rand.uniform/1`; 0 when `n` is 0).
+/// Uniform jitter in `1..=n`, 0 when `n` is 0 (`docs/engine.md`, “The dispatcher”).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UniformJitter;
 

@@ -1,4 +1,5 @@
-//! Worker configuration (spec §7.2 defaults) and its start-up validation (spec §7.1).
+//! Worker configuration (`docs/engine.md`, “Configuration”) and its start-up validation
+//! (`docs/engine.md`, “Start-up validation”).
 //!
 //! Every limit is checked once, before a worker starts or a vehicle drains anything, so a
 //! misconfigured host fails at boot with a message naming the offending options instead of
@@ -9,7 +10,7 @@ use std::fmt;
 
 use docket_core::model::ValueMap;
 
-/// How much one vehicle may do before it yields its claim (spec §7.4).
+/// How much one vehicle may do before it yields its claim (`docs/engine.md`, “The vehicle”).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DrainBudget {
     /// Most commits per drain (`None` = unbounded); the last one is the yield.
@@ -28,8 +29,8 @@ impl Default for DrainBudget {
     }
 }
 
-/// Periodic retention (spec §7.7). There is no implicit retention: a worker prunes only when
-/// this is configured.
+/// Periodic retention (`docs/storage-contract.md`, “Retention”). There is no implicit retention: a
+/// worker prunes only when this is configured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PrunerConfig {
     /// Milliseconds between passes (the first runs at start).
@@ -44,7 +45,7 @@ pub struct PrunerConfig {
 
 /// Everything a worker (dispatcher, vehicles, pruner) is configured with.
 ///
-/// `WorkerConfig::default()` holds the defaults of spec §7.2.
+/// `WorkerConfig::default()` holds the defaults of `docs/engine.md`, “Configuration”.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkerConfig {
     /// Most vehicles alive at once. Default 10.
@@ -153,9 +154,9 @@ impl Problems {
 }
 
 impl WorkerConfig {
-    /// Checks every rule of spec §7.1: positive limits, `max_attempt_elapsed_ms ≤
-    /// drain_budget.max_elapsed_ms < orphan_ttl_ms`, `abandon_backoff_cap_ms ≥
-    /// abandon_backoff_ms > 0`, and a consistent pruner policy.
+    /// Checks every rule of `docs/engine.md`, “Start-up validation”: positive limits,
+    /// `max_attempt_elapsed_ms ≤ drain_budget.max_elapsed_ms < orphan_ttl_ms`,
+    /// `abandon_backoff_cap_ms ≥ abandon_backoff_ms > 0`, and a consistent pruner policy.
     ///
     /// # Errors
     /// [`ConfigError`] listing every problem; each message names the options involved.

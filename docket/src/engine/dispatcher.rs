@@ -1,6 +1,6 @@
-//! The dispatcher (spec §7.3): one per worker. Demand = concurrency − live vehicles; at most
-//! one claim poll in flight, further requests coalesce into one pending poll; polls on start,
-//! on a jittered timer, on a wake hint and on every vehicle exit.
+//! The dispatcher (`docs/engine.md`, “The dispatcher”): one per worker. Demand = concurrency − live
+//! vehicles; at most one claim poll in flight, further requests coalesce into one pending poll;
+//! polls on start, on a jittered timer, on a wake hint and on every vehicle exit.
 //!
 //! Store work never runs in the dispatcher loop itself: polls run on their own task (through
 //! the [`AdmissionPhase`]), vehicles on theirs, and releases of leases that could not be
@@ -155,7 +155,7 @@ struct Loop {
 }
 
 impl Dispatcher {
-    /// Runs until `stop` reads `true`, then shuts down (spec §7.3 "Shutdown").
+    /// Runs until `stop` reads `true`, then shuts down (`docs/engine.md`, “Graceful shutdown”).
     pub(crate) async fn run(
         self,
         mut stop: watch::Receiver<bool>,

@@ -1,4 +1,5 @@
-//! Synchronous claim-and-drain for tests and scripts (spec §7.8 `drain_runs`).
+//! Synchronous claim-and-drain for tests and scripts (`docs/engine.md`,
+//! “Bounded drains and testing modes”).
 
 use std::num::NonZeroU32;
 use std::sync::Arc;

@@ -3,7 +3,8 @@
 use docket_core::model::{Clock, RunQuery, RunStatus, Scope, MAX_PAGE_LIMIT};
 use docket_core::store::{RunStore, StoreError};
 
-/// Running runs by operational sub-state (spec §3.2), plus waiting runs.
+/// Running runs by operational sub-state (`docs/state-machines.md`, “Operational sub-states”),
+/// plus waiting runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IdleState {
     /// Unclaimed, healthy, wake due.

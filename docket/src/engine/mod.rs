@@ -1,4 +1,4 @@
-//! The worker engine (spec §7, DESIGN §6): dispatcher, vehicles, graph cache, pruner.
+//! The worker engine (`docs/engine.md`): dispatcher, vehicles, graph cache, pruner.
 //!
 //! * An [`Engine`] holds what every vehicle shares: the backend, the node registry, the
 //!   validated [`WorkerConfig`], the clocks, the id generator, the compiler, the graph cache and
@@ -237,7 +237,7 @@ impl EngineBuilder {
     /// Validates the configuration and builds the engine.
     ///
     /// # Errors
-    /// [`ConfigError`] naming every offending option (spec §7.1).
+    /// [`ConfigError`] naming every offending option (`docs/engine.md`, “Start-up validation”).
     pub fn build(self) -> Result<Engine, ConfigError> {
         self.config.validate()?;
         let runtime_error =

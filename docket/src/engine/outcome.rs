@@ -1,4 +1,4 @@
-//! What a drain ends with (spec §7.4 drain outcome type).
+//! What a drain ends with (`docs/engine.md`, “The vehicle”).
 
 use std::fmt;
 
@@ -171,8 +171,8 @@ pub struct Drained {
     pub elapsed_ms: u64,
 }
 
-/// A drain that stopped on an error: the claim is left in place and expires (spec §7.4: "the
-/// claim is left in place and recovered by expiry").
+/// A drain that stopped on an error: the claim is left in place and expires, and another worker
+/// recovers the run (`docs/engine.md`, “The vehicle”).
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VehicleError {

@@ -1,4 +1,5 @@
-//! The pruner task (spec §7.7): one retention pass at start, then one every interval.
+//! The pruner task (`docs/engine.md`, “The pruner”): one retention pass at start, then one every
+//! interval.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! Captures the `tracing` spans and events emitted on the current thread, so tests can assert
-//! the engine's telemetry by name (spec §7.10) and that no claim token ever appears in it.
+//! the engine's telemetry by name (`docs/engine.md`, “Telemetry”) and that no claim token ever
+//! appears in it.
 //!
 //! `#[tokio::test]` runs every task on the test's own thread, so a thread-local default
 //! subscriber sees the worker, the dispatcher and the vehicles.

@@ -27,7 +27,8 @@ pub async fn an_empty_store_claims_nothing_and_changes_nothing(env: &Env<'_>) {
     assert_nothing_due(env, &claim_policy(t(0), 10)).await;
 }
 
-/// A due run is leased with a fresh UUID token and exactly the lease fields of spec §2.9.
+/// A due run is leased with a fresh UUID token and exactly the lease fields of
+/// `docs/claim-order.md`, “The claim policy”.
 pub async fn a_ready_run_is_leased_with_a_uuid_token_and_exact_fields(env: &Env<'_>) {
     let graph = env.publish_tiny(&tenant("a")).await;
     let run = env.start(&graph, "r1", t(0)).await;

@@ -1,6 +1,6 @@
-//! Claims (spec §4.2 `claim_due`, §9.1 #5, §9.5 #100–#123, §9.6 #128–#133): ready and expired
-//! candidates, TTL strictness, selection order, class reservation, preference, limits, and
-//! attempts that end in poison.
+//! Claims (`docs/claim-order.md`; scenarios 5, 100–123 and 128–133 of `docs/scenarios.md`): ready
+//! and expired candidates, TTL strictness, selection order, class reservation, preference, limits,
+//! and attempts that end in poison.
 
 mod basics;
 mod poison;

@@ -1,4 +1,5 @@
-//! Attempts and poison (spec §3.3 `claim_due — poison`, §9.5 #106, #111, #112).
+//! Attempts and poison (`docs/claim-order.md`, “Lease or poison”; scenarios 106, 111 and 112 of
+//! `docs/scenarios.md`).
 
 use super::basics::{assert_nothing_due, release};
 use crate::cases::prelude::*;

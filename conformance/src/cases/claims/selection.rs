@@ -1,4 +1,4 @@
-//! Selection order (spec §4.2): ready by wake, expired by claim time, the per-class
+//! Selection order (`docs/claim-order.md`): ready by wake, expired by claim time, the per-class
 //! reservation at demand ≥ 2, and the preference at demand 1.
 
 use super::basics::release;

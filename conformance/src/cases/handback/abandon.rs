@@ -1,4 +1,5 @@
-//! `abandon_claim`: the pre-execution hand-back, fenced on token and seq (spec §3.3, §4.2).
+//! `abandon_claim`: the pre-execution hand-back, fenced on token and seq (`docs/state-machines.md`,
+//! “Operational transitions”; `docs/storage-contract.md`, “Handing claims back”).
 
 use crate::cases::prelude::*;
 

@@ -1,5 +1,6 @@
-//! Handing a claim back (spec §3.3, §4.2, §9.1 #5, §9.5 #113–#119, #127): refresh, release,
-//! abandon (poisoning and not) and poison recovery.
+//! Handing a claim back (`docs/state-machines.md`, “Operational transitions”;
+//! `docs/storage-contract.md`, “Handing claims back”; scenarios 5, 113–119 and 127 of
+//! `docs/scenarios.md`): refresh, release, abandon (poisoning and not) and poison recovery.
 
 mod abandon;
 mod recovery;

@@ -1,7 +1,7 @@
-//! The model-based property test (reliability §5, §8 D): random histories of start / claim
-//! at chosen times / claimed commit with right and wrong seq and token / signal (cancel,
-//! resolve) / abandon / release / refresh / expire (advance time) / retry-poisoned / prune,
-//! applied to the backend under test and to a fresh reference `MemoryStore`, comparing every
+//! The model-based property test (`docs/reliability.md`, “Model-based testing”): random histories
+//! of start / claim at chosen times / claimed commit with right and wrong seq and token / signal
+//! (cancel, resolve) / abandon / release / refresh / expire (advance time) / retry-poisoned /
+//! prune, applied to the backend under test and to a fresh reference `MemoryStore`, comparing every
 //! result and the full observable state after every step.
 //!
 //! Failures shrink to a minimal history and print the seed: `PROPTEST_RNG_SEED=<seed>`

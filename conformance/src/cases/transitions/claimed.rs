@@ -1,5 +1,6 @@
 //! `commit_claimed`: the double fence, identity, validation order, event rules, counter resets
-//! and the status matrix (spec §4.1, §9.1 #9, #13, #15, reliability §8 A).
+//! and the status matrix (`docs/storage-contract.md`, “Transitions”; `docs/reliability.md`,
+//! “Fenced commits”; scenarios 9, 13 and 15 of `docs/scenarios.md`).
 
 use crate::cases::prelude::*;
 

@@ -1,4 +1,5 @@
-//! `initialize`: what it stores, and every way it refuses (spec §4.1, §9.1 #7, #8, #15).
+//! `initialize`: what it stores, and every way it refuses (`docs/storage-contract.md`,
+//! “Transitions”; scenarios 7, 8 and 15 of `docs/scenarios.md`).
 
 use crate::cases::prelude::*;
 use docket_core::runtime::Moment;

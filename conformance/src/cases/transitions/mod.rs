@@ -1,5 +1,5 @@
-//! Transitions (spec §4.1): validation order, identity, fences, schedules, counter resets,
-//! event idempotency and conflicts, and the status matrix.
+//! Transitions (`docs/storage-contract.md`, “Transitions”): validation order, identity, fences,
+//! schedules, counter resets, event idempotency and conflicts, and the status matrix.
 
 mod claimed;
 mod initialize;

@@ -1,5 +1,5 @@
-//! Claimed-commit schedules (spec §3.3, §9.1 #14): what each does to the claim and the wake,
-//! and which statuses each fits.
+//! Claimed-commit schedules (`docs/state-machines.md`, “Operational transitions”; scenario 14 of
+//! `docs/scenarios.md`): what each does to the claim and the wake, and which statuses each fits.
 
 use crate::cases::prelude::*;
 

@@ -1,4 +1,5 @@
-//! `commit_unclaimed`: the optimistic seq CAS signals commit with (spec §4.1, §9.1 #11).
+//! `commit_unclaimed`: the optimistic seq CAS signals commit with (`docs/storage-contract.md`,
+//! “Transitions”; scenario 11 of `docs/scenarios.md`).
 
 use crate::cases::prelude::*;
 

@@ -1,6 +1,6 @@
-//! Validation passes (spec §6.3). Every pass always runs and all findings are returned; a
-//! pass never repeats a finding another pass owns (e.g. topology ignores edges whose
-//! endpoints are unknown, which the edge pass already reported).
+//! Validation passes (`docs/graphs.md`, “Diagnostic catalogue”). Every pass always runs and all
+//! findings are returned; a pass never repeats a finding another pass owns (e.g. topology ignores
+//! edges whose endpoints are unknown, which the edge pass already reported).
 //!
 //! | pass | codes |
 //! | --- | --- |

@@ -1,5 +1,5 @@
-//! Whether an output schema can hold every value of its source's schema (spec §6.3,
-//! `incompatible_output_schema`).
+//! Whether an output schema can hold every value of its source's schema (`docs/graphs.md`,
+//! “Diagnostic catalogue”, `incompatible_output_schema`).
 //!
 //! * the types must be the same;
 //! * an enum output must contain every source value;

@@ -1,4 +1,4 @@
-//! Injected id generation (spec §5.1 `id_generator`).
+//! Injected id generation (`docs/runs-and-moments.md`, “Configuration and injection”).
 //!
 //! Run ids and runtime-generated interrupt ids are the only ids that do not derive from
 //! committed state; they enter through an [`IdGenerator`] so tests can make them predictable.

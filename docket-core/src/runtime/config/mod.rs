@@ -1,4 +1,5 @@
-//! Runtime configuration (spec §5.1): everything nondeterministic enters here.
+//! Runtime configuration (`docs/runs-and-moments.md`, “Configuration and injection”): everything
+//! nondeterministic enters here.
 
 mod ids;
 
@@ -107,7 +108,7 @@ impl RuntimeConfig {
         self
     }
 
-    /// Sets (or clears) the resume floor (spec §5.14).
+    /// Sets (or clears) the resume floor (`docs/runs-and-moments.md`, “The resume floor”).
     #[must_use]
     pub fn with_resume_floor(mut self, floor: Option<Timestamp>) -> Self {
         self.resume_floor = floor;

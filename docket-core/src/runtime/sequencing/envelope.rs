@@ -1,5 +1,5 @@
-//! The checkpoint metadata envelope (spec §2.7), identical to the final
-//! `checkpoint_committed` event's metadata.
+//! The checkpoint metadata envelope (`docs/runs-and-moments.md`, “Checkpoints and the envelope”),
+//! identical to the final `checkpoint_committed` event's metadata.
 
 use serde_json::{json, Value};
 

@@ -1,5 +1,6 @@
-//! Moment sequencing (spec §5.12): turning a proposed run and its runtime facts into a
-//! [`Moment`] whose events are numbered and closed by exactly one `checkpoint_committed`.
+//! Moment sequencing (`docs/runs-and-moments.md`, “Sequencing”): turning a proposed run and its
+//! runtime facts into a [`Moment`] whose events are numbered and closed by exactly one
+//! `checkpoint_committed`.
 
 mod envelope;
 
@@ -70,7 +71,7 @@ impl EventEntry {
     }
 }
 
-/// Sequences a proposed run into a moment (spec §5.12).
+/// Sequences a proposed run into a moment (`docs/runs-and-moments.md`, “Sequencing”).
 ///
 /// `run` is the proposed document with its pre-moment counters; the returned moment's run has
 /// `checkpoint_seq + 1` and `event_seq` advanced past the final checkpoint event. `pending` are

@@ -1,4 +1,4 @@
-//! Claim selection order (spec §4.2, the "legacy" policy).
+//! Claim selection order (`docs/claim-order.md`).
 //!
 //! * `limit ≥ 2` and both classes non-empty: the oldest candidate of each class is reserved
 //!   (a poisoned head still consumes its class's slot), the rest follow in ascending

@@ -1,5 +1,6 @@
-//! One `claim_due` pass (spec §3.3, §4.2): which loaded rows are claimable now, in which
-//! order, and what each becomes (a lease or a poison).
+//! One `claim_due` pass (`docs/state-machines.md`, “Operational transitions”;
+//! `docs/claim-order.md`): which loaded rows are claimable now, in which order, and what each
+//! becomes (a lease or a poison).
 //!
 //! Stores that decide in Rust (memory, SQLite, a custom store) load the candidate rows, call
 //! [`claim_pass`] and write the changed operational state back in the same atomic step; stores

@@ -1,5 +1,6 @@
-//! Operational effects on the run row (spec §3.2, §3.3): what each transition and claim
-//! operation does to the wake, the claim, the counters and the poison facts.
+//! Operational effects on the run row (`docs/state-machines.md`, “Row invariants”;
+//! `docs/state-machines.md`, “Operational transitions”): what each transition and claim operation
+//! does to the wake, the claim, the counters and the poison facts.
 //!
 //! Stores that can run Rust inside their transaction (memory, SQLite) apply these functions to
 //! the loaded row; stores that cannot (PostgreSQL, Redis) encode the same table in one
@@ -181,8 +182,8 @@ pub fn backoff_wake(now: Timestamp, abandons_before: u32, base_ms: u64, cap_ms: 
     now.add_millis(i64::try_from(delay).unwrap_or(i64::MAX))
 }
 
-/// Abandon (spec §3.3): fenced on token and seq. Returns the outcome; on `Stale` nothing
-/// changed. Call [`validate_abandon_policy`] first.
+/// Abandon (`docs/state-machines.md`, “Operational transitions”): fenced on token and seq. Returns
+/// the outcome; on `Stale` nothing changed. Call [`validate_abandon_policy`] first.
 pub fn apply_abandon(
     ops: &mut OperationalState,
     checkpoint_seq: u64,
@@ -221,7 +222,8 @@ pub fn apply_abandon(
     }
 }
 
-/// Poison recovery (spec §3.3). Returns whether the row changed.
+/// Poison recovery (`docs/state-machines.md`, “Operational transitions”). Returns whether the row
+/// changed.
 ///
 /// # Errors
 /// `InactiveRun` for a terminal run (checked before anything else).
@@ -245,7 +247,8 @@ pub fn apply_retry_poisoned(
     Ok(true)
 }
 
-/// Checks the row invariants of spec §3.2 (used when decoding stored rows).
+/// Checks the row invariants (`docs/state-machines.md`, “Row invariants”); used when planning a
+/// transition and when decoding stored rows.
 ///
 /// # Errors
 /// A description of the first broken invariant.

@@ -1,5 +1,6 @@
-//! Event rules of transitions (spec §4.1, §4.4): identity, in-batch duplicates, and
-//! idempotent appends against already stored events.
+//! Event rules of transitions (`docs/storage-contract.md`, “Transitions”;
+//! `docs/storage-contract.md`, “Reading events”): identity, in-batch duplicates, and idempotent
+//! appends against already stored events.
 
 use std::collections::BTreeMap;
 

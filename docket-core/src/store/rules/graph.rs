@@ -1,5 +1,5 @@
-//! Graph storage rules (spec §4.3): what `save_graph` checks before writing and what
-//! `fetch_graph` verifies after reading.
+//! Graph storage rules (`docs/storage-contract.md`, “Graph versions”): what `save_graph` checks
+//! before writing and what `fetch_graph` verifies after reading.
 
 use crate::graph::{canonical_bytes, hash_bytes, GraphDocument};
 use crate::model::GraphRef;

@@ -1,5 +1,6 @@
-//! Pure decision tables every backend shares (DESIGN §3 `store`): backends encode
-//! conditions, they never re-decide policy.
+//! Pure decision tables every backend shares (`docs/design-decisions.md`,
+//! “Stores encode conditions, never policy”): backends encode conditions, they never re-decide
+//! policy.
 
 pub mod claim_order;
 pub mod claim_pass;

@@ -1,4 +1,5 @@
-//! Query validation and page construction shared by all backends (spec §2.10).
+//! Query validation and page construction shared by all backends (`docs/storage-contract.md`,
+//! “Pages and cursors”).
 
 use crate::model::{
     Event, EventPage, EventQuery, GraphCursor, GraphVersion, GraphVersionPage, GraphVersionQuery,

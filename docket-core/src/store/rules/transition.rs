@@ -181,7 +181,7 @@ fn check_status_change(stored: &StoredHead, proposed: &Run) -> Result<(), StoreE
 
 /// The stored statuses that may become `to`: the status matrix as a set, for stores that
 /// encode the check as a condition (`status = ANY($n)`, a Lua set) instead of calling
-/// [`check_status_change`].
+/// [`Commit::check_head`] (which checks it after the fences).
 #[must_use]
 pub fn allowed_from(to: RunStatus) -> Vec<RunStatus> {
     RunStatus::DURABLE

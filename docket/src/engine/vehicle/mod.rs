@@ -1,4 +1,4 @@
-//! The vehicle (spec §7.4): drains one claim lease to its next park or stop.
+//! The vehicle (`docs/engine.md`, “The vehicle”): drains one claim lease to its next park or stop.
 //!
 //! 1. **Claimed-run check**: fetch the run in the lease's owner scope; a moved
 //!    `checkpoint_seq` is fence loss (checked before status, so a run cancelled after the
@@ -56,7 +56,8 @@ impl Vehicle {
         }
     }
 
-    /// Disables the graph cache (manual drains compile every time, spec §7.8).
+    /// Disables the graph cache (manual drains compile every time, `docs/engine.md`,
+    /// “Bounded drains and testing modes”).
     #[must_use]
     pub fn without_cache(mut self) -> Self {
         self.use_cache = false;
