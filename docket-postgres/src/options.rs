@@ -1,5 +1,7 @@
 //! Connection options and the `postgres://…?schema=name` URL helper.
 
+use docket_core::model::excerpt;
+use docket_core::store::url::{boolean, join_query, number, split_query, Param};
 use docket_core::store::StoreError;
 
 /// The schema used when none is configured.
@@ -7,6 +9,9 @@ pub const DEFAULT_SCHEMA: &str = "docket";
 
 /// The pool size used when none is configured.
 pub const DEFAULT_POOL_SIZE: u32 = 10;
+
+/// The largest pool size accepted.
+pub const MAX_POOL_SIZE: u32 = 1_000;
 
 /// How [`crate::PostgresStore::connect`] sets itself up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,11 +81,14 @@ impl PostgresOptions {
     /// Checks the options.
     ///
     /// # Errors
-    /// `InvalidArgument` for a bad schema name or a zero pool size.
+    /// `InvalidArgument` for a bad schema name or a pool size outside `1..=1000`.
     pub fn validate(&self) -> Result<(), StoreError> {
         validate_schema_name(&self.schema)?;
-        if self.pool_size == 0 {
-            return Err(StoreError::invalid_argument("pool_size must be at least 1"));
+        if self.pool_size == 0 || self.pool_size > MAX_POOL_SIZE {
+            return Err(StoreError::invalid_argument(format!(
+                "pool_size must be in 1..={MAX_POOL_SIZE}, got {}",
+                self.pool_size
+            )));
         }
         Ok(())
     }
@@ -99,21 +107,33 @@ pub fn validate_schema_name(name: &str) -> Result<(), StoreError> {
     let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if !first_ok || !rest_ok {
         return Err(StoreError::invalid_argument(format!(
-            "schema name {name:?} must match ^[a-z_][a-z0-9_]*$"
+            "schema name {:?} must match ^[a-z_][a-z0-9_]*$",
+            excerpt(name)
         )));
     }
     if name.len() > 63 {
         return Err(StoreError::invalid_argument(format!(
-            "schema name {name:?} is longer than 63 bytes"
+            "schema name {:?} is longer than 63 bytes",
+            excerpt(name)
         )));
     }
     Ok(())
 }
 
+/// Docket's own query parameters of a `postgres://` URL (every other one goes to the driver).
+pub const URL_OPTIONS: &[&str] = &["schema", "pool_size", "poll_only"];
+
 /// Splits Docket's own query parameters off a connection URL.
 ///
-/// `schema=NAME`, `pool_size=N` and `poll_only=true|false` are removed and returned as
-/// options; every other parameter is kept in the returned URL for the driver.
+/// Docket's parameters ([`URL_OPTIONS`]) are removed and returned as options; every other
+/// parameter is kept in the returned URL for the driver. Every parameter, Docket's or the
+/// driver's, may appear at most once.
+///
+/// | parameter | values | default |
+/// | --- | --- | --- |
+/// | `schema` | `^[a-z_][a-z0-9_]*$`, ≤ 63 bytes | `docket` |
+/// | `pool_size` | `1..=1000` | `10` |
+/// | `poll_only` | `true`/`1` or `false`/`0` | `false` |
 ///
 /// ```
 /// let (url, options) =
@@ -125,8 +145,8 @@ pub fn validate_schema_name(name: &str) -> Result<(), StoreError> {
 /// ```
 ///
 /// # Errors
-/// `InvalidArgument` for a scheme other than `postgres`/`postgresql`, a bad schema name or
-/// an unparsable value.
+/// `InvalidArgument` for a scheme other than `postgres`/`postgresql`, a repeated parameter, a
+/// bad schema name, or a malformed or out-of-range value (the message names the range).
 pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(StoreError::invalid_argument(
@@ -134,41 +154,29 @@ pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
         ));
     }
     let mut options = PostgresOptions::default();
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, query),
-        None => (url, ""),
-    };
+    // Every parameter, Docket's and the driver's, at most once: a repeated one is refused
+    // rather than resolved by whichever the parser happens to read last.
+    let (base, params) = split_query("postgres", url)?;
     let mut kept = Vec::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+    for Param { key, value, raw } in params {
         match key {
-            "schema" => options.schema = value.to_owned(),
+            "schema" => options.schema = value.unwrap_or_default().to_owned(),
             "pool_size" => {
-                options.pool_size = value.parse().map_err(|_| {
-                    StoreError::invalid_argument(format!("pool_size {value:?} is not a number"))
-                })?;
+                // In range, so it fits a u32.
+                options.pool_size = u32::try_from(number(
+                    "postgres",
+                    key,
+                    value,
+                    1..=u64::from(MAX_POOL_SIZE),
+                )?)
+                .unwrap_or(DEFAULT_POOL_SIZE);
             }
-            "poll_only" => {
-                options.poll_only = match value {
-                    "true" | "1" => true,
-                    "false" | "0" => false,
-                    other => {
-                        return Err(StoreError::invalid_argument(format!(
-                            "poll_only {other:?} is not true or false"
-                        )))
-                    }
-                };
-            }
-            _ => kept.push(pair),
+            "poll_only" => options.poll_only = boolean("postgres", key, value)?,
+            _ => kept.push(raw),
         }
     }
     options.validate()?;
-    let url = if kept.is_empty() {
-        base.to_owned()
-    } else {
-        format!("{base}?{}", kept.join("&"))
-    };
-    Ok((url, options))
+    Ok((join_query(base, &kept), options))
 }
 
 #[cfg(test)]
@@ -215,6 +223,24 @@ mod tests {
         assert!(parse_url("postgres://h/db?schema=Bad").is_err());
         assert!(parse_url("postgres://h/db?pool_size=x").is_err());
         assert!(parse_url("postgres://h/db?pool_size=0").is_err());
+        for bad in [
+            "postgres://h/db?pool_size=1001",
+            "postgres://h/db?pool_size=4294967296",
+            "postgres://h/db?pool_size=-1",
+            "postgres://h/db?pool_size",
+            "postgres://h/db?poll_only=yes",
+            "postgres://h/db?schema=a&schema=b",
+            "postgres://h/db?pool_size=2&pool_size=3",
+            "postgres://h/db?sslmode=disable&sslmode=require",
+        ] {
+            let err = parse_url(bad).expect_err(bad);
+            assert!(
+                matches!(err, StoreError::InvalidArgument { .. }),
+                "{bad}: {err}"
+            );
+        }
+        let err = parse_url("postgres://h/db?pool_size=5000").expect_err("too large");
+        assert!(err.to_string().contains("1..=1000"), "{err}");
         assert!(parse_url("mysql://h/db").is_err());
     }
 }

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use docket_core::model::excerpt;
+use docket_core::store::url::{join_query, split_query, Param};
 use docket_core::store::{Message, StoreError};
 
 use crate::keys::{namespace_is_valid, MAX_NAMESPACE_LEN};
@@ -46,37 +48,28 @@ impl RedisConfig {
     /// kept for it.
     ///
     /// # Errors
-    /// [`ConnectError::InvalidNamespace`] for an empty, repeated or invalid namespace.
+    /// [`ConnectError::InvalidNamespace`] for an empty or invalid namespace;
+    /// [`ConnectError::InvalidUrl`] for a parameter given more than once.
     pub fn from_url(url: &str) -> Result<Self, ConnectError> {
-        let (base, query) = match url.split_once('?') {
-            Some((base, query)) => (base, query),
-            None => (url, ""),
-        };
+        // Every parameter, Docket's or the client's, at most once.
+        let (base, params) = split_query("redis", url).map_err(|e| match e {
+            StoreError::InvalidArgument { reason } => ConnectError::InvalidUrl(reason),
+            other => ConnectError::Store(other),
+        })?;
         let mut namespace: Option<&str> = None;
         let mut kept: Vec<&str> = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            match pair.split_once('=') {
-                Some((NAMESPACE_PARAM, value)) => {
-                    if namespace.replace(value).is_some() {
-                        return Err(ConnectError::InvalidNamespace(format!(
-                            "{value} (the URL names a namespace twice)"
-                        )));
-                    }
-                }
-                _ if pair == NAMESPACE_PARAM => {
+        for Param { key, value, raw } in params {
+            match (key, value) {
+                (NAMESPACE_PARAM, Some(value)) => namespace = Some(value),
+                (NAMESPACE_PARAM, None) => {
                     return Err(ConnectError::InvalidNamespace(String::new()));
                 }
-                _ => kept.push(pair),
+                _ => kept.push(raw),
             }
         }
         let namespace = namespace.unwrap_or(DEFAULT_NAMESPACE);
         check_namespace(namespace)?;
-        let url = if kept.is_empty() {
-            base.to_owned()
-        } else {
-            format!("{base}?{}", kept.join("&"))
-        };
-        Ok(RedisConfig::new(url, namespace))
+        Ok(RedisConfig::new(join_query(base, &kept), namespace))
     }
 }
 
@@ -127,7 +120,9 @@ pub fn check_namespace(namespace: &str) -> Result<(), ConnectError> {
     if namespace_is_valid(namespace) {
         Ok(())
     } else {
-        Err(ConnectError::InvalidNamespace(namespace.to_owned()))
+        Err(ConnectError::InvalidNamespace(
+            excerpt(namespace).into_owned(),
+        ))
     }
 }
 
@@ -215,7 +210,6 @@ mod tests {
             "redis://h?namespace=",
             "redis://h?namespace",
             "redis://h?namespace=a*b",
-            "redis://h?namespace=a&namespace=b",
             "redis://h?namespace=%7Bx%7D",
         ] {
             assert!(
@@ -223,6 +217,15 @@ mod tests {
                     RedisConfig::from_url(url),
                     Err(ConnectError::InvalidNamespace(_))
                 ),
+                "{url}"
+            );
+        }
+        for url in [
+            "redis://h?namespace=a&namespace=b",
+            "redis://h?protocol=resp3&protocol=resp2",
+        ] {
+            assert!(
+                matches!(RedisConfig::from_url(url), Err(ConnectError::InvalidUrl(_))),
                 "{url}"
             );
         }

@@ -9,6 +9,8 @@ mod store;
 pub mod testing;
 mod workers;
 
-pub use options::{parse_url, SqliteOptions, SqliteUrl, Synchronous, DEFAULT_PATH};
+pub use options::{
+    parse_url, SqliteOptions, SqliteUrl, Synchronous, DEFAULT_PATH, MAX_READERS, URL_OPTIONS,
+};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use store::{EffectiveSettings, SqliteStore};

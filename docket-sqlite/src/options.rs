@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use docket_core::model::excerpt;
+use docket_core::store::url::{number, split_query, unknown_option, Param, MAX_TIMEOUT_MS};
 use docket_core::store::StoreError;
 
 /// The `synchronous` pragma of the writer connection: how hard SQLite pushes a commit to the
@@ -86,12 +88,20 @@ impl SqliteOptions {
     /// Checks the options.
     ///
     /// # Errors
-    /// `InvalidArgument` when `readers` is zero.
+    /// `InvalidArgument` when `readers` is outside `1..=64` or `busy_timeout` is longer than
+    /// an hour (SQLite takes the timeout as a 32-bit count of milliseconds).
     pub fn validate(&self) -> Result<(), StoreError> {
-        if self.readers == 0 {
-            return Err(StoreError::invalid_argument(
-                "sqlite options: readers must be at least 1",
-            ));
+        if self.readers == 0 || self.readers as u64 > MAX_READERS {
+            return Err(StoreError::invalid_argument(format!(
+                "sqlite options: readers must be in 1..={MAX_READERS}, got {}",
+                self.readers
+            )));
+        }
+        if self.busy_timeout > Duration::from_millis(MAX_TIMEOUT_MS) {
+            return Err(StoreError::invalid_argument(format!(
+                "sqlite options: busy_timeout must be in 0..={MAX_TIMEOUT_MS} ms, got {} ms",
+                self.busy_timeout.as_millis()
+            )));
         }
         Ok(())
     }
@@ -109,71 +119,68 @@ pub struct SqliteUrl {
     pub options: SqliteOptions,
 }
 
+/// The query options of a `sqlite://` URL.
+pub const URL_OPTIONS: &[&str] = &["synchronous", "busy_timeout_ms", "readers"];
+
+/// Most reader connections a URL may ask for.
+pub const MAX_READERS: u64 = 64;
+
 /// Parses `sqlite://PATH[?key=value&...]`.
 ///
 /// The path is everything between `sqlite://` and `?`, taken literally: `sqlite://docket.db`
 /// is the relative file `docket.db`, `sqlite:///abs/path.db` the absolute `/abs/path.db`, and a
-/// bare `sqlite://` means [`DEFAULT_PATH`]. Query keys: `synchronous=full|normal`,
-/// `busy_timeout_ms=N`, `readers=N`.
+/// bare `sqlite://` means [`DEFAULT_PATH`]. Query options ([`URL_OPTIONS`]), each at most once:
+///
+/// | option | values | default |
+/// | --- | --- | --- |
+/// | `synchronous` | `full` or `normal` | `full` |
+/// | `busy_timeout_ms` | `0..=3600000` | `5000` |
+/// | `readers` | `1..=64` | `4` |
 ///
 /// # Errors
-/// `InvalidArgument` for another scheme, an unknown key or a malformed value.
+/// `InvalidArgument` for another scheme, an unknown or repeated option, or a malformed or
+/// out-of-range value (the message names the allowed range).
 pub fn parse_url(url: &str) -> Result<SqliteUrl, StoreError> {
-    let rest = url
-        .strip_prefix("sqlite://")
-        .ok_or_else(|| StoreError::invalid_argument(format!("not a sqlite:// URL: {url:?}")))?;
-    let (path, query) = match rest.split_once('?') {
-        Some((path, query)) => (path, Some(query)),
-        None => (rest, None),
-    };
+    if !url.starts_with("sqlite://") {
+        return Err(StoreError::invalid_argument(format!(
+            "not a sqlite:// URL: {:?}",
+            excerpt(url)
+        )));
+    }
+    let (base, params) = split_query("sqlite", url)?;
+    let path = &base["sqlite://".len()..];
     let path = if path.is_empty() { DEFAULT_PATH } else { path };
     let mut options = SqliteOptions::default();
-    for pair in query.into_iter().flat_map(|q| q.split('&')) {
-        if pair.is_empty() {
-            continue;
-        }
-        let (key, value) = pair.split_once('=').ok_or_else(|| {
-            StoreError::invalid_argument(format!("sqlite URL option {pair:?} has no value"))
-        })?;
+    for Param { key, value, .. } in params {
         match key {
             "synchronous" => {
-                options.synchronous = match value.to_ascii_lowercase().as_str() {
-                    "full" => Synchronous::Full,
-                    "normal" => Synchronous::Normal,
+                options.synchronous = match value.map(str::to_ascii_lowercase).as_deref() {
+                    Some("full") => Synchronous::Full,
+                    Some("normal") => Synchronous::Normal,
                     _ => {
                         return Err(StoreError::invalid_argument(format!(
-                            "sqlite URL option synchronous must be full or normal, got {value:?}"
+                            "sqlite URL option synchronous must be full or normal, got {:?}",
+                            excerpt(value.unwrap_or_default())
                         )))
                     }
                 };
             }
             "busy_timeout_ms" => {
-                options.busy_timeout = Duration::from_millis(parse_number(key, value)?);
+                options.busy_timeout =
+                    Duration::from_millis(number("sqlite", key, value, 0..=MAX_TIMEOUT_MS)?);
             }
             "readers" => {
-                options.readers = usize::try_from(parse_number(key, value)?).map_err(|_| {
-                    StoreError::invalid_argument("sqlite URL option readers is too large")
-                })?;
+                // In range, so it fits any usize.
+                options.readers =
+                    usize::try_from(number("sqlite", key, value, 1..=MAX_READERS)?).unwrap_or(1);
             }
-            other => {
-                return Err(StoreError::invalid_argument(format!(
-                    "unknown sqlite URL option {other:?} (known: synchronous, busy_timeout_ms, readers)"
-                )))
-            }
+            other => return Err(unknown_option("sqlite", other, URL_OPTIONS)),
         }
     }
     options.validate()?;
     Ok(SqliteUrl {
         path: PathBuf::from(path),
         options,
-    })
-}
-
-fn parse_number(key: &str, value: &str) -> Result<u64, StoreError> {
-    value.parse::<u64>().map_err(|_| {
-        StoreError::invalid_argument(format!(
-            "sqlite URL option {key} must be a non-negative integer, got {value:?}"
-        ))
     })
 }
 
@@ -211,6 +218,11 @@ mod tests {
             "sqlite://x.db?readers=0",
             "sqlite://x.db?busy_timeout_ms=-1",
             "sqlite://x.db?readers",
+            "sqlite://x.db?busy_timeout_ms=3000000000",
+            "sqlite://x.db?busy_timeout_ms=18446744073709551616",
+            "sqlite://x.db?readers=65",
+            "sqlite://x.db?readers=2&readers=3",
+            "sqlite://x.db?synchronous=full&synchronous=normal",
         ] {
             assert!(
                 matches!(parse_url(bad), Err(StoreError::InvalidArgument { .. })),

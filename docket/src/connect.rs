@@ -12,9 +12,9 @@
 use std::sync::Arc;
 
 use docket_core::memory::MemoryStore;
-use docket_core::store::Backend;
-#[cfg(feature = "redis")]
-use docket_core::store::StoreError;
+use docket_core::model::excerpt;
+use docket_core::store::url::{split_query, unknown_option};
+use docket_core::store::{Backend, StoreError};
 
 use crate::error::DocketError;
 
@@ -43,7 +43,7 @@ impl BackendUrl {
         let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         match scheme.as_deref() {
             Some("sqlite") => Ok(BackendUrl::Sqlite(url.to_owned())),
-            Some("memory") => Ok(BackendUrl::Memory),
+            Some("memory") => memory(url),
             Some("postgres" | "postgresql") => Ok(BackendUrl::Postgres(url.to_owned())),
             Some("redis" | "rediss") => Ok(BackendUrl::Redis(url.to_owned())),
             _ => Err(DocketError::UnsupportedBackend {
@@ -63,6 +63,23 @@ impl BackendUrl {
             BackendUrl::Redis(_) => "redis",
         }
     }
+}
+
+/// `memory://` takes no path and no option: anything after the scheme is refused rather than
+/// silently ignored.
+fn memory(url: &str) -> Result<BackendUrl, DocketError> {
+    let (base, params) = split_query("memory", url)?;
+    if let Some(param) = params.first() {
+        return Err(unknown_option("memory", param.key, &[]).into());
+    }
+    if base.len() > "memory://".len() {
+        return Err(StoreError::invalid_argument(format!(
+            "a memory:// URL has no path, got {:?}",
+            excerpt(&base["memory://".len()..])
+        ))
+        .into());
+    }
+    Ok(BackendUrl::Memory)
 }
 
 /// Opens the backend named by `url`.

@@ -189,3 +189,29 @@ fn the_conformance_command_reports_each_family_of_the_suite() {
         "the filter selects one family: {stdout}"
     );
 }
+
+/// The exit status and stderr of a command that must be refused with a typed error: exit 1,
+/// never the 101 of a panic.
+fn refused(args: &[&str]) -> String {
+    let out = docket(args);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    stderr
+}
+
+#[test]
+fn a_huge_sqlite_busy_timeout_is_refused_with_its_range_instead_of_panicking() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!(
+        "{}?busy_timeout_ms=3000000000",
+        sqlite_url(dir.path(), "t.db")
+    );
+    let stderr = refused(&["run", "list", "--backend", &url]);
+    assert!(stderr.contains("busy_timeout_ms"), "{stderr}");
+    assert!(stderr.contains("0..=3600000"), "{stderr}");
+    assert!(
+        !dir.path().join("t.db").exists(),
+        "refused before the file is created"
+    );
+}
