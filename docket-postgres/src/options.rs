@@ -25,6 +25,9 @@ pub struct PostgresOptions {
     pub poll_only: bool,
     /// Run the schema migrations at connect (default `true`).
     pub migrate: bool,
+    /// Allow the `public` schema (default `false`): Docket's tables and function then share
+    /// the schema every role sees by default, which is rarely what an operator meant.
+    pub allow_public_schema: bool,
     /// `lock_timeout` of the store's sessions, in milliseconds (`None`: the server's).
     /// A statement that waits longer for a row lock fails with a retryable `Unavailable`.
     pub lock_timeout_ms: Option<u64>,
@@ -42,6 +45,7 @@ impl Default for PostgresOptions {
             pool_size: DEFAULT_POOL_SIZE,
             poll_only: false,
             migrate: true,
+            allow_public_schema: false,
             lock_timeout_ms: None,
             statement_timeout_ms: None,
             idle_in_transaction_timeout_ms: None,
@@ -81,9 +85,11 @@ impl PostgresOptions {
     /// Checks the options.
     ///
     /// # Errors
-    /// `InvalidArgument` for a bad schema name or a pool size outside `1..=1000`.
+    /// `InvalidArgument` for a bad or reserved schema name (see [`check_schema_allowed`]) or
+    /// a pool size outside `1..=1000`.
     pub fn validate(&self) -> Result<(), StoreError> {
         validate_schema_name(&self.schema)?;
+        check_schema_allowed(&self.schema, self.allow_public_schema)?;
         if self.pool_size == 0 || self.pool_size > MAX_POOL_SIZE {
             return Err(StoreError::invalid_argument(format!(
                 "pool_size must be in 1..={MAX_POOL_SIZE}, got {}",
@@ -121,7 +127,30 @@ pub fn validate_schema_name(name: &str) -> Result<(), StoreError> {
 }
 
 /// Docket's own query parameters of a `postgres://` URL (every other one goes to the driver).
-pub const URL_OPTIONS: &[&str] = &["schema", "pool_size", "poll_only"];
+pub const URL_OPTIONS: &[&str] = &["schema", "pool_size", "poll_only", "allow_public_schema"];
+
+/// Refuses the schemas PostgreSQL keeps for itself — `information_schema` and every `pg_*`
+/// name (`pg_catalog`, `pg_toast`, …; PostgreSQL reserves the prefix) — and `public` unless
+/// `allow_public`: Docket creates tables and a function in its schema, and migrating into a
+/// system schema (or, by accident, the shared default one) is never wanted.
+///
+/// # Errors
+/// `InvalidArgument` naming the schema and how to choose another.
+pub fn check_schema_allowed(name: &str, allow_public: bool) -> Result<(), StoreError> {
+    if name == "information_schema" || name.starts_with("pg_") {
+        return Err(StoreError::invalid_argument(format!(
+            "schema {name:?} belongs to PostgreSQL itself; give Docket its own schema \
+             (?schema=NAME, default {DEFAULT_SCHEMA:?})"
+        )));
+    }
+    if name == "public" && !allow_public {
+        return Err(StoreError::invalid_argument(
+            "schema \"public\" is shared by every role by default; give Docket its own schema \
+             (?schema=NAME), or add allow_public_schema=true to use it anyway",
+        ));
+    }
+    Ok(())
+}
 
 /// Splits Docket's own query parameters off a connection URL.
 ///
@@ -134,6 +163,10 @@ pub const URL_OPTIONS: &[&str] = &["schema", "pool_size", "poll_only"];
 /// | `schema` | `^[a-z_][a-z0-9_]*$`, ≤ 63 bytes | `docket` |
 /// | `pool_size` | `1..=1000` | `10` |
 /// | `poll_only` | `true`/`1` or `false`/`0` | `false` |
+/// | `allow_public_schema` | `true`/`1` or `false`/`0` | `false` |
+///
+/// `schema` may not name a PostgreSQL system schema (`information_schema`, `pg_*`), nor
+/// `public` without `allow_public_schema=true` (see [`check_schema_allowed`]).
 ///
 /// ```
 /// let (url, options) =
@@ -172,6 +205,9 @@ pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
                 .unwrap_or(DEFAULT_POOL_SIZE);
             }
             "poll_only" => options.poll_only = boolean("postgres", key, value)?,
+            "allow_public_schema" => {
+                options.allow_public_schema = boolean("postgres", key, value)?;
+            }
             _ => kept.push(raw),
         }
     }
@@ -239,6 +275,23 @@ mod tests {
                 "{bad}: {err}"
             );
         }
+        for reserved in [
+            "information_schema",
+            "pg_catalog",
+            "pg_toast",
+            "pg_x",
+            "public",
+        ] {
+            let url = format!("postgres://h/db?schema={reserved}");
+            let err = parse_url(&url).expect_err(reserved);
+            assert!(matches!(err, StoreError::InvalidArgument { .. }), "{err}");
+            assert!(err.to_string().contains(reserved), "{err}");
+        }
+        let (_, options) =
+            parse_url("postgres://h/db?schema=public&allow_public_schema=true").expect("allowed");
+        assert_eq!(options.schema, "public");
+        assert!(parse_url("postgres://h/db?schema=pg_x&allow_public_schema=true").is_err());
+        assert!(parse_url("postgres://h/db?allow_public_schema=maybe").is_err());
         let err = parse_url("postgres://h/db?pool_size=5000").expect_err("too large");
         assert!(err.to_string().contains("1..=1000"), "{err}");
         assert!(parse_url("mysql://h/db").is_err());
