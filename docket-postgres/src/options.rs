@@ -1,7 +1,7 @@
 //! Connection options and the `postgres://…?schema=name` URL helper.
 
 use docket_core::model::excerpt;
-use docket_core::store::url::{boolean, join_query, number, split_query, Param};
+use docket_core::store::url::{boolean, join_query, number, split_query, Param, MAX_TIMEOUT_MS};
 use docket_core::store::StoreError;
 
 /// The schema used when none is configured.
@@ -12,6 +12,13 @@ pub const DEFAULT_POOL_SIZE: u32 = 10;
 
 /// The largest pool size accepted.
 pub const MAX_POOL_SIZE: u32 = 1_000;
+
+/// How long establishing a connection may take when none is configured (10 s).
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
+
+/// The sessions' `statement_timeout` when none is configured (30 s; not sent in poll-only
+/// mode).
+pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 30_000;
 
 /// How [`crate::PostgresStore::connect`] sets itself up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,8 +38,15 @@ pub struct PostgresOptions {
     /// `lock_timeout` of the store's sessions, in milliseconds (`None`: the server's).
     /// A statement that waits longer for a row lock fails with a retryable `Unavailable`.
     pub lock_timeout_ms: Option<u64>,
-    /// `statement_timeout` of the store's sessions, in milliseconds (`None`: the server's).
+    /// `statement_timeout` of the store's sessions, in milliseconds: a statement running
+    /// longer fails with a retryable `Unavailable`. `None` means
+    /// [`DEFAULT_STATEMENT_TIMEOUT_MS`], except in poll-only mode, where nothing is sent
+    /// (poolers refuse startup parameters; set the timeout on the database role instead).
     pub statement_timeout_ms: Option<u64>,
+    /// How long establishing a connection may take, in milliseconds (the first connection
+    /// at start-up, and every connection the pool opens or waits for). Default
+    /// [`DEFAULT_CONNECT_TIMEOUT_MS`]; past it, a retryable `Unavailable`.
+    pub connect_timeout_ms: u64,
     /// `idle_in_transaction_session_timeout`, in milliseconds (`None`: the server's). Docket
     /// never keeps a transaction open across user work; this guards against paused processes.
     pub idle_in_transaction_timeout_ms: Option<u64>,
@@ -48,6 +62,7 @@ impl Default for PostgresOptions {
             allow_public_schema: false,
             lock_timeout_ms: None,
             statement_timeout_ms: None,
+            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             idle_in_transaction_timeout_ms: None,
         }
     }
@@ -71,7 +86,7 @@ impl PostgresOptions {
     pub fn session_settings(&self) -> Vec<(&'static str, String)> {
         [
             ("lock_timeout", self.lock_timeout_ms),
-            ("statement_timeout", self.statement_timeout_ms),
+            ("statement_timeout", self.effective_statement_timeout_ms()),
             (
                 "idle_in_transaction_session_timeout",
                 self.idle_in_transaction_timeout_ms,
@@ -82,12 +97,35 @@ impl PostgresOptions {
         .collect()
     }
 
+    /// The `statement_timeout` sent to the server, if any (see
+    /// [`PostgresOptions::statement_timeout_ms`]).
+    #[must_use]
+    pub fn effective_statement_timeout_ms(&self) -> Option<u64> {
+        match self.statement_timeout_ms {
+            Some(ms) => Some(ms),
+            None if self.poll_only => None,
+            None => Some(DEFAULT_STATEMENT_TIMEOUT_MS),
+        }
+    }
+
     /// Checks the options.
     ///
     /// # Errors
-    /// `InvalidArgument` for a bad or reserved schema name (see [`check_schema_allowed`]) or
-    /// a pool size outside `1..=1000`.
+    /// `InvalidArgument` for a bad or reserved schema name (see [`check_schema_allowed`]), a
+    /// pool size outside `1..=1000`, or a connect or statement timeout outside
+    /// `1..=3600000` ms.
     pub fn validate(&self) -> Result<(), StoreError> {
+        for (name, ms) in [
+            ("connect_timeout_ms", Some(self.connect_timeout_ms)),
+            ("statement_timeout_ms", self.statement_timeout_ms),
+        ] {
+            if ms.is_some_and(|ms| !(1..=MAX_TIMEOUT_MS).contains(&ms)) {
+                return Err(StoreError::invalid_argument(format!(
+                    "{name} must be in 1..={MAX_TIMEOUT_MS}, got {}",
+                    ms.unwrap_or_default()
+                )));
+            }
+        }
         validate_schema_name(&self.schema)?;
         check_schema_allowed(&self.schema, self.allow_public_schema)?;
         if self.pool_size == 0 || self.pool_size > MAX_POOL_SIZE {
@@ -127,7 +165,15 @@ pub fn validate_schema_name(name: &str) -> Result<(), StoreError> {
 }
 
 /// Docket's own query parameters of a `postgres://` URL (every other one goes to the driver).
-pub const URL_OPTIONS: &[&str] = &["schema", "pool_size", "poll_only", "allow_public_schema"];
+pub const URL_OPTIONS: &[&str] = &[
+    "schema",
+    "pool_size",
+    "poll_only",
+    "allow_public_schema",
+    "connect_timeout_ms",
+    "connect_timeout",
+    "statement_timeout_ms",
+];
 
 /// Refuses the schemas PostgreSQL keeps for itself — `information_schema` and every `pg_*`
 /// name (`pg_catalog`, `pg_toast`, …; PostgreSQL reserves the prefix) — and `public` unless
@@ -164,6 +210,9 @@ pub fn check_schema_allowed(name: &str, allow_public: bool) -> Result<(), StoreE
 /// | `pool_size` | `1..=1000` | `10` |
 /// | `poll_only` | `true`/`1` or `false`/`0` | `false` |
 /// | `allow_public_schema` | `true`/`1` or `false`/`0` | `false` |
+/// | `connect_timeout_ms` | `1..=3600000` | `10000` |
+/// | `connect_timeout` | seconds, `1..=3600` (libpq's name; not with `connect_timeout_ms`) | |
+/// | `statement_timeout_ms` | `1..=3600000` | `30000` (none in poll-only mode) |
 ///
 /// `schema` may not name a PostgreSQL system schema (`information_schema`, `pg_*`), nor
 /// `public` without `allow_public_schema=true` (see [`check_schema_allowed`]).
@@ -191,6 +240,7 @@ pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
     // rather than resolved by whichever the parser happens to read last.
     let (base, params) = split_query("postgres", url)?;
     let mut kept = Vec::new();
+    let mut connect_timeout_given = false;
     for Param { key, value, raw } in params {
         match key {
             "schema" => options.schema = value.unwrap_or_default().to_owned(),
@@ -207,6 +257,23 @@ pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
             "poll_only" => options.poll_only = boolean("postgres", key, value)?,
             "allow_public_schema" => {
                 options.allow_public_schema = boolean("postgres", key, value)?;
+            }
+            "connect_timeout_ms" | "connect_timeout" => {
+                if connect_timeout_given {
+                    return Err(StoreError::invalid_argument(
+                        "give one of connect_timeout (seconds) and connect_timeout_ms",
+                    ));
+                }
+                connect_timeout_given = true;
+                options.connect_timeout_ms = if key == "connect_timeout" {
+                    number("postgres", key, value, 1..=MAX_TIMEOUT_MS / 1_000)? * 1_000
+                } else {
+                    number("postgres", key, value, 1..=MAX_TIMEOUT_MS)?
+                };
+            }
+            "statement_timeout_ms" => {
+                options.statement_timeout_ms =
+                    Some(number("postgres", key, value, 1..=MAX_TIMEOUT_MS)?);
             }
             _ => kept.push(raw),
         }
@@ -292,6 +359,34 @@ mod tests {
         assert_eq!(options.schema, "public");
         assert!(parse_url("postgres://h/db?schema=pg_x&allow_public_schema=true").is_err());
         assert!(parse_url("postgres://h/db?allow_public_schema=maybe").is_err());
+        let (url, options) =
+            parse_url("postgres://h/db?connect_timeout=3&sslmode=disable&statement_timeout_ms=250")
+                .expect("timeouts");
+        assert_eq!(url, "postgres://h/db?sslmode=disable");
+        assert_eq!(options.connect_timeout_ms, 3_000);
+        assert_eq!(options.effective_statement_timeout_ms(), Some(250));
+        let (_, options) = parse_url("postgres://h/db?connect_timeout_ms=1500").expect("ms");
+        assert_eq!(options.connect_timeout_ms, 1_500);
+        assert_eq!(
+            options.effective_statement_timeout_ms(),
+            Some(DEFAULT_STATEMENT_TIMEOUT_MS)
+        );
+        let (_, options) = parse_url("postgres://h/db?poll_only=true").expect("poll only");
+        assert_eq!(options.effective_statement_timeout_ms(), None);
+        for bad in [
+            "postgres://h/db?connect_timeout=0",
+            "postgres://h/db?connect_timeout=3601",
+            "postgres://h/db?connect_timeout_ms=0",
+            "postgres://h/db?connect_timeout_ms=3600001",
+            "postgres://h/db?connect_timeout=3&connect_timeout_ms=3000",
+            "postgres://h/db?statement_timeout_ms=0",
+            "postgres://h/db?statement_timeout_ms=x",
+        ] {
+            assert!(
+                matches!(parse_url(bad), Err(StoreError::InvalidArgument { .. })),
+                "{bad}"
+            );
+        }
         let err = parse_url("postgres://h/db?pool_size=5000").expect_err("too large");
         assert!(err.to_string().contains("1..=1000"), "{err}");
         assert!(parse_url("mysql://h/db").is_err());

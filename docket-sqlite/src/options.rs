@@ -41,6 +41,12 @@ impl Synchronous {
     }
 }
 
+/// The default of [`SqliteOptions::connect_timeout`], in milliseconds.
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
+
+/// The default of [`SqliteOptions::statement_timeout`], in milliseconds.
+pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 30_000;
+
 /// How a [`crate::SqliteStore`] opens its database file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SqliteOptions {
@@ -49,8 +55,15 @@ pub struct SqliteOptions {
     /// How long a connection waits for another process's write lock before the operation fails
     /// with a retryable `Unavailable`. Default 5 s.
     pub busy_timeout: Duration,
-    /// Reader connections (each on its own thread). Default 4; must be at least 1.
+    /// Reader connections (each on its own thread). Default 4; must be in `1..=64`.
     pub readers: usize,
+    /// How long opening the store may take (opening the file, WAL, migrating — which waits
+    /// for the write lock). Default 10 s; past it, a retryable `Unavailable`.
+    pub connect_timeout: Duration,
+    /// How long one statement may run before SQLite interrupts it (time spent waiting for
+    /// another process's lock is bounded by `busy_timeout` instead). Default 30 s; an
+    /// interrupted statement is a retryable `Unavailable` and its transaction is rolled back.
+    pub statement_timeout: Duration,
 }
 
 impl Default for SqliteOptions {
@@ -59,6 +72,8 @@ impl Default for SqliteOptions {
             synchronous: Synchronous::Full,
             busy_timeout: Duration::from_secs(5),
             readers: 4,
+            connect_timeout: Duration::from_millis(DEFAULT_CONNECT_TIMEOUT_MS),
+            statement_timeout: Duration::from_millis(DEFAULT_STATEMENT_TIMEOUT_MS),
         }
     }
 }
@@ -88,9 +103,22 @@ impl SqliteOptions {
     /// Checks the options.
     ///
     /// # Errors
-    /// `InvalidArgument` when `readers` is outside `1..=64` or `busy_timeout` is longer than
-    /// an hour (SQLite takes the timeout as a 32-bit count of milliseconds).
+    /// `InvalidArgument` when `readers` is outside `1..=64`, `busy_timeout` is longer than
+    /// an hour (SQLite takes the timeout as a 32-bit count of milliseconds), or a connect or
+    /// statement timeout is outside 1 ms..=1 h.
     pub fn validate(&self) -> Result<(), StoreError> {
+        for (name, timeout) in [
+            ("connect_timeout", self.connect_timeout),
+            ("statement_timeout", self.statement_timeout),
+        ] {
+            if timeout < Duration::from_millis(1) || timeout > Duration::from_millis(MAX_TIMEOUT_MS)
+            {
+                return Err(StoreError::invalid_argument(format!(
+                    "sqlite options: {name} must be in 1..={MAX_TIMEOUT_MS} ms, got {} ms",
+                    timeout.as_millis()
+                )));
+            }
+        }
         if self.readers == 0 || self.readers as u64 > MAX_READERS {
             return Err(StoreError::invalid_argument(format!(
                 "sqlite options: readers must be in 1..={MAX_READERS}, got {}",
@@ -120,7 +148,13 @@ pub struct SqliteUrl {
 }
 
 /// The query options of a `sqlite://` URL.
-pub const URL_OPTIONS: &[&str] = &["synchronous", "busy_timeout_ms", "readers"];
+pub const URL_OPTIONS: &[&str] = &[
+    "synchronous",
+    "busy_timeout_ms",
+    "readers",
+    "connect_timeout_ms",
+    "statement_timeout_ms",
+];
 
 /// Most reader connections a URL may ask for.
 pub const MAX_READERS: u64 = 64;
@@ -136,6 +170,8 @@ pub const MAX_READERS: u64 = 64;
 /// | `synchronous` | `full` or `normal` | `full` |
 /// | `busy_timeout_ms` | `0..=3600000` | `5000` |
 /// | `readers` | `1..=64` | `4` |
+/// | `connect_timeout_ms` | `1..=3600000` | `10000` |
+/// | `statement_timeout_ms` | `1..=3600000` | `30000` |
 ///
 /// # Errors
 /// `InvalidArgument` for another scheme, an unknown or repeated option, or a malformed or
@@ -174,6 +210,14 @@ pub fn parse_url(url: &str) -> Result<SqliteUrl, StoreError> {
                 options.readers =
                     usize::try_from(number("sqlite", key, value, 1..=MAX_READERS)?).unwrap_or(1);
             }
+            "connect_timeout_ms" => {
+                options.connect_timeout =
+                    Duration::from_millis(number("sqlite", key, value, 1..=MAX_TIMEOUT_MS)?);
+            }
+            "statement_timeout_ms" => {
+                options.statement_timeout =
+                    Duration::from_millis(number("sqlite", key, value, 1..=MAX_TIMEOUT_MS)?);
+            }
             other => return Err(unknown_option("sqlite", other, URL_OPTIONS)),
         }
     }
@@ -206,8 +250,13 @@ mod tests {
 
     #[test]
     fn query_options_are_parsed_and_unknown_ones_refused() {
-        let url = parse_url("sqlite://x.db?synchronous=normal&busy_timeout_ms=250&readers=2")
-            .expect("valid url");
+        let url = parse_url(
+            "sqlite://x.db?synchronous=normal&busy_timeout_ms=250&readers=2\
+             &connect_timeout_ms=1500&statement_timeout_ms=2500",
+        )
+        .expect("valid url");
+        assert_eq!(url.options.connect_timeout, Duration::from_millis(1_500));
+        assert_eq!(url.options.statement_timeout, Duration::from_millis(2_500));
         assert_eq!(url.options.synchronous, Synchronous::Normal);
         assert_eq!(url.options.busy_timeout, Duration::from_millis(250));
         assert_eq!(url.options.readers, 2);
@@ -223,6 +272,8 @@ mod tests {
             "sqlite://x.db?readers=65",
             "sqlite://x.db?readers=2&readers=3",
             "sqlite://x.db?synchronous=full&synchronous=normal",
+            "sqlite://x.db?connect_timeout_ms=0",
+            "sqlite://x.db?statement_timeout_ms=3600001",
         ] {
             assert!(
                 matches!(parse_url(bad), Err(StoreError::InvalidArgument { .. })),

@@ -277,3 +277,32 @@ fn the_cli_demo_and_worker_run_on_redis_from_a_fresh_namespace() {
     let verify = cli(&["run", "verify"], &ns.url);
     assert!(verify.contains("0 with violations"), "{verify}");
 }
+
+#[test]
+fn a_server_that_never_answers_fails_the_command_at_the_connect_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let addr = listener.local_addr().expect("local address");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept() {
+            held.push(socket);
+        }
+    });
+    for (query, at_least) in [
+        ("", Duration::from_secs(10)),
+        ("?connect_timeout_ms=700", Duration::from_millis(700)),
+    ] {
+        let url = format!("redis://{addr}{query}");
+        let out = support::cli::docket(&["run", "list", "--backend", &url])
+            .within(Duration::from_secs(120));
+        assert_eq!(out.status.code(), Some(1), "{url}: {}", out.stderr);
+        assert!(out.stderr.contains("unavailable"), "{}", out.stderr);
+        assert!(out.stderr.contains("connect_timeout_ms"), "{}", out.stderr);
+        assert!(out.elapsed >= at_least, "{url}: {:?}", out.elapsed);
+        assert!(
+            out.elapsed < at_least + Duration::from_secs(10),
+            "{url}: {:?}",
+            out.elapsed
+        );
+    }
+}
