@@ -107,7 +107,7 @@ pub use migrations::LATEST_VERSION;
 pub use options::{
     check_schema_allowed, parse_url, validate_schema_name, PostgresOptions,
     DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA, DEFAULT_STATEMENT_TIMEOUT_MS,
-    MAX_POOL_SIZE, URL_OPTIONS,
+    DRIVER_PARAMS, MAX_POOL_SIZE, URL_OPTIONS,
 };
 pub use store::PostgresStore;
 pub use wakeups::{listener_application_name, WAKE_CHANNEL};

@@ -1,7 +1,9 @@
 //! Connection options and the `postgres://…?schema=name` URL helper.
 
 use docket_core::model::excerpt;
-use docket_core::store::url::{boolean, join_query, number, split_query, Param, MAX_TIMEOUT_MS};
+use docket_core::store::url::{
+    boolean, join_query, number, split_query, unknown_option, Param, MAX_TIMEOUT_MS,
+};
 use docket_core::store::StoreError;
 
 /// The schema used when none is configured.
@@ -198,11 +200,39 @@ pub fn check_schema_allowed(name: &str, allow_public: bool) -> Result<(), StoreE
     Ok(())
 }
 
+/// The query parameters the driver (sqlx) understands, passed to it unchanged; with
+/// `options[NAME]`. Any other parameter is refused: the driver would ignore it with a mere
+/// warning (as it did libpq's `connect_timeout`), leaving the operator to believe it applied.
+pub const DRIVER_PARAMS: &[&str] = &[
+    "sslmode",
+    "ssl-mode",
+    "sslrootcert",
+    "ssl-root-cert",
+    "ssl-ca",
+    "sslcert",
+    "ssl-cert",
+    "sslkey",
+    "ssl-key",
+    "statement-cache-capacity",
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "application_name",
+    "options",
+];
+
+fn is_driver_param(key: &str) -> bool {
+    DRIVER_PARAMS.contains(&key) || (key.starts_with("options[") && key.ends_with(']'))
+}
+
 /// Splits Docket's own query parameters off a connection URL.
 ///
-/// Docket's parameters ([`URL_OPTIONS`]) are removed and returned as options; every other
-/// parameter is kept in the returned URL for the driver. Every parameter, Docket's or the
-/// driver's, may appear at most once.
+/// Docket's parameters ([`URL_OPTIONS`]) are removed and returned as options; the driver's
+/// ([`DRIVER_PARAMS`]) are kept in the returned URL for it, and any other is refused. Every
+/// parameter, Docket's or the driver's, may appear at most once.
 ///
 /// | parameter | values | default |
 /// | --- | --- | --- |
@@ -227,8 +257,9 @@ pub fn check_schema_allowed(name: &str, allow_public: bool) -> Result<(), StoreE
 /// ```
 ///
 /// # Errors
-/// `InvalidArgument` for a scheme other than `postgres`/`postgresql`, a repeated parameter, a
-/// bad schema name, or a malformed or out-of-range value (the message names the range).
+/// `InvalidArgument` for a scheme other than `postgres`/`postgresql`, an unknown or repeated
+/// parameter, a bad schema name, or a malformed or out-of-range value (the message names the
+/// range).
 pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(StoreError::invalid_argument(
@@ -275,7 +306,11 @@ pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
                 options.statement_timeout_ms =
                     Some(number("postgres", key, value, 1..=MAX_TIMEOUT_MS)?);
             }
-            _ => kept.push(raw),
+            driver if is_driver_param(driver) => kept.push(raw),
+            unknown => {
+                let known = [URL_OPTIONS, DRIVER_PARAMS, &["options[NAME]"]].concat();
+                return Err(unknown_option("postgres", unknown, &known));
+            }
         }
     }
     options.validate()?;
@@ -335,6 +370,8 @@ mod tests {
             "postgres://h/db?schema=a&schema=b",
             "postgres://h/db?pool_size=2&pool_size=3",
             "postgres://h/db?sslmode=disable&sslmode=require",
+            "postgres://h/db?target_session_attrs=any",
+            "postgres://h/db?schema_name=x",
         ] {
             let err = parse_url(bad).expect_err(bad);
             assert!(

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use docket_core::model::excerpt;
-use docket_core::store::url::{join_query, number, split_query, Param, MAX_TIMEOUT_MS};
+use docket_core::store::url::{
+    join_query, number, split_query, unknown_option, Param, MAX_TIMEOUT_MS,
+};
 use docket_core::store::{Message, StoreError};
 
 use crate::keys::{namespace_is_valid, MAX_NAMESPACE_LEN};
@@ -40,6 +42,11 @@ pub const URL_OPTIONS: &[&str] = &[
     "statement_timeout_ms",
 ];
 
+/// The query parameters the Redis client understands (`protocol`; `db`, `user` and `pass`
+/// of `unix://` URLs), passed to it unchanged. Any other parameter is refused: the client
+/// would silently ignore it.
+pub const CLIENT_PARAMS: &[&str] = &["protocol", "db", "user", "pass"];
+
 /// The default of [`RedisConfig::connection_timeout`], in milliseconds.
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
 
@@ -60,8 +67,8 @@ impl RedisConfig {
 
     /// Settings from one URL that may carry Docket's options ([`URL_OPTIONS`]) as query
     /// parameters, e.g. `redis://host:6379/0?namespace=prod&connect_timeout_ms=3000`. They are
-    /// removed from the URL handed to the Redis client; any other parameter is kept for it.
-    /// Every parameter may appear at most once.
+    /// removed from the URL handed to the Redis client; the client's own ([`CLIENT_PARAMS`])
+    /// are kept for it, and any other is refused. Every parameter may appear at most once.
     ///
     /// | option | values | default |
     /// | --- | --- | --- |
@@ -71,8 +78,8 @@ impl RedisConfig {
     ///
     /// # Errors
     /// [`ConnectError::InvalidNamespace`] for an empty or invalid namespace;
-    /// [`ConnectError::InvalidUrl`] for a parameter given more than once, or a malformed or
-    /// out-of-range timeout (the message names the range).
+    /// [`ConnectError::InvalidUrl`] for an unknown parameter or one given more than once, or a
+    /// malformed or out-of-range timeout (the message names the range).
     pub fn from_url(url: &str) -> Result<Self, ConnectError> {
         // Every parameter, Docket's or the client's, at most once.
         let (base, params) = split_query("redis", url).map_err(|e| match e {
@@ -96,7 +103,13 @@ impl RedisConfig {
                 }
                 ("connect_timeout_ms", value) => connection_timeout = timeout(key, value)?,
                 ("statement_timeout_ms", value) => response_timeout = timeout(key, value)?,
-                _ => kept.push(raw),
+                (driver, _) if CLIENT_PARAMS.contains(&driver) => kept.push(raw),
+                (unknown, _) => {
+                    let known = [URL_OPTIONS, CLIENT_PARAMS].concat();
+                    return Err(ConnectError::InvalidUrl(
+                        unknown_option("redis", unknown, &known).to_string(),
+                    ));
+                }
             }
         }
         let namespace = namespace.unwrap_or(DEFAULT_NAMESPACE);
@@ -230,14 +243,14 @@ mod tests {
             RedisConfig::from_url("redis://127.0.0.1:6379/2?namespace=prod.a-1").expect("valid");
         assert_eq!(c.url, "redis://127.0.0.1:6379/2");
         assert_eq!(c.namespace, "prod.a-1");
-        let c = RedisConfig::from_url("redis://h?protocol=resp3&namespace=n&x=1").expect("valid");
-        assert_eq!(c.url, "redis://h?protocol=resp3&x=1");
+        let c = RedisConfig::from_url("redis://h?protocol=resp3&namespace=n&db=1").expect("valid");
+        assert_eq!(c.url, "redis://h?protocol=resp3&db=1");
         assert_eq!(c.namespace, "n");
         let c = RedisConfig::from_url(
-            "redis://h?connect_timeout_ms=1500&x=1&statement_timeout_ms=2500",
+            "redis://h?connect_timeout_ms=1500&db=1&statement_timeout_ms=2500",
         )
         .expect("valid");
-        assert_eq!(c.url, "redis://h?x=1");
+        assert_eq!(c.url, "redis://h?db=1");
         assert_eq!(c.connection_timeout, Duration::from_millis(1_500));
         assert_eq!(c.response_timeout, Duration::from_millis(2_500));
         let c = RedisConfig::from_url("redis://h:1/").expect("valid");
@@ -271,6 +284,7 @@ mod tests {
             "redis://h?statement_timeout_ms=x",
             "redis://h?statement_timeout_ms",
             "redis://h?statement_timeout_ms=1&statement_timeout_ms=2",
+            "redis://h?x=1",
         ] {
             assert!(
                 matches!(RedisConfig::from_url(url), Err(ConnectError::InvalidUrl(_))),

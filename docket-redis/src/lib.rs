@@ -124,7 +124,7 @@ mod wakeups;
 
 pub use config::{
     check_eviction_policy, check_namespace, persistence_warnings, ConnectError, RedisConfig,
-    DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NAMESPACE, DEFAULT_STATEMENT_TIMEOUT_MS, NAMESPACE_PARAM,
-    URL_OPTIONS,
+    CLIENT_PARAMS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NAMESPACE, DEFAULT_STATEMENT_TIMEOUT_MS,
+    NAMESPACE_PARAM, URL_OPTIONS,
 };
 pub use store::{RedisStore, MAX_CLAIM_BATCH};

@@ -215,3 +215,221 @@ fn a_huge_sqlite_busy_timeout_is_refused_with_its_range_instead_of_panicking() {
         "refused before the file is created"
     );
 }
+
+/// What values a URL option takes, to derive the values it must refuse.
+#[derive(Clone, Copy, Debug)]
+enum OptionKind {
+    /// An integer in `min..=max`.
+    Number { min: u64, max: u64 },
+    /// `true`/`false`.
+    Bool,
+    /// One of a few words.
+    Choice(&'static str),
+    /// A PostgreSQL schema name.
+    Schema,
+    /// A Redis key namespace.
+    Namespace,
+}
+
+impl OptionKind {
+    /// A value the option accepts.
+    fn valid(self) -> String {
+        match self {
+            OptionKind::Number { min, max } => min.max(1).min(max).to_string(),
+            OptionKind::Bool => "false".into(),
+            OptionKind::Choice(word) => word.into(),
+            OptionKind::Schema => "docket_catalogue".into(),
+            OptionKind::Namespace => "catalogue".into(),
+        }
+    }
+
+    /// Values the option must refuse (`None`: the bare key without `=`).
+    fn refused(self) -> Vec<Option<String>> {
+        let long = Some("9".repeat(100_000));
+        let mut values = vec![None, Some(String::new()), long];
+        match self {
+            OptionKind::Number { min, max } => {
+                values.extend(
+                    [
+                        "abc",
+                        "-1",
+                        "1.5",
+                        "1e3",
+                        "+5",
+                        " 5",
+                        "0x10",
+                        "18446744073709551616",
+                    ]
+                    .map(|v| Some(v.to_owned())),
+                );
+                values.push(Some((max + 1).to_string()));
+                if min > 0 {
+                    values.push(Some((min - 1).to_string()));
+                }
+            }
+            OptionKind::Bool => values.extend(["maybe", "yes", "2"].map(|v| Some(v.to_owned()))),
+            OptionKind::Choice(_) => values.extend(["off", "FULLY"].map(|v| Some(v.to_owned()))),
+            OptionKind::Schema => values.extend(
+                [
+                    "Bad-Name",
+                    "a;drop",
+                    "1abc",
+                    "information_schema",
+                    "pg_catalog",
+                    "public",
+                ]
+                .map(|v| Some(v.to_owned())),
+            ),
+            OptionKind::Namespace => {
+                values.extend(["a*b", "{x}", "a b"].map(|v| Some(v.to_owned())));
+            }
+        }
+        values
+    }
+}
+
+const MAX_MS: u64 = 3_600_000;
+
+/// Every bad variant of every option of one backend, each refused with a typed error and no
+/// panic. `base` ends with `?` or `&`; `catalogue` must name exactly the backend's options.
+fn walk_options(
+    backend: &str,
+    base: &str,
+    catalogue: &[(&str, OptionKind)],
+    known: &[&str],
+) -> usize {
+    let mut named: Vec<&str> = catalogue.iter().map(|(name, _)| *name).collect();
+    let mut known = known.to_vec();
+    named.sort_unstable();
+    known.sort_unstable();
+    assert_eq!(named, known, "the catalogue walks every {backend} option");
+    let mut urls = vec![format!("{base}no_such_option=1")];
+    for (name, kind) in catalogue {
+        let valid = kind.valid();
+        urls.push(format!("{base}{name}={valid}&{name}={valid}"));
+        for value in kind.refused() {
+            urls.push(match value {
+                Some(value) => format!("{base}{name}={value}"),
+                None => format!("{base}{name}"),
+            });
+        }
+    }
+    for url in &urls {
+        let stderr = refused(&["run", "list", "--backend", url]);
+        assert!(
+            stderr.contains("invalid argument") || stderr.contains("invalid options"),
+            "{backend}: {url:.200}: {stderr}"
+        );
+        assert!(
+            stderr.len() < 2_000,
+            "{backend}: long values are cut in messages, got {} bytes",
+            stderr.len()
+        );
+    }
+    urls.len()
+}
+
+#[test]
+fn every_url_option_of_every_backend_refuses_bad_values_with_a_typed_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sqlite = format!("{}?", sqlite_url(dir.path(), "catalogue.db"));
+    let timeouts = [
+        (
+            "connect_timeout_ms",
+            OptionKind::Number {
+                min: 1,
+                max: MAX_MS,
+            },
+        ),
+        (
+            "statement_timeout_ms",
+            OptionKind::Number {
+                min: 1,
+                max: MAX_MS,
+            },
+        ),
+    ];
+    let mut checked = walk_options(
+        "sqlite",
+        &sqlite,
+        &[
+            ("synchronous", OptionKind::Choice("full")),
+            (
+                "busy_timeout_ms",
+                OptionKind::Number {
+                    min: 0,
+                    max: MAX_MS,
+                },
+            ),
+            ("readers", OptionKind::Number { min: 1, max: 64 }),
+            timeouts[0],
+            timeouts[1],
+        ],
+        docket_sqlite::URL_OPTIONS,
+    );
+    assert!(
+        !dir.path().join("catalogue.db").exists(),
+        "every URL was refused before the file was created"
+    );
+    checked += walk_options("memory", "memory://?", &[], &[]);
+    for url in ["memory://x", "memory://?a=1&a=1", "memory://?a"] {
+        refused(&["run", "list", "--backend", url]);
+    }
+    #[cfg(feature = "postgres")]
+    {
+        let server = std::env::var("DOCKET_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let base = format!("{server}{}", if server.contains('?') { '&' } else { '?' });
+        checked += walk_options(
+            "postgres",
+            &base,
+            &[
+                ("schema", OptionKind::Schema),
+                ("pool_size", OptionKind::Number { min: 1, max: 1_000 }),
+                ("poll_only", OptionKind::Bool),
+                ("allow_public_schema", OptionKind::Bool),
+                ("connect_timeout", OptionKind::Number { min: 1, max: 3_600 }),
+                timeouts[0],
+                timeouts[1],
+            ],
+            docket_postgres::URL_OPTIONS,
+        );
+        refused(&[
+            "run",
+            "list",
+            "--backend",
+            &format!("{base}connect_timeout=1&connect_timeout_ms=1000"),
+        ]);
+        refused(&[
+            "run",
+            "list",
+            "--backend",
+            &format!("{base}sslmode=disable&sslmode=disable"),
+        ]);
+    }
+    #[cfg(feature = "redis")]
+    {
+        let server = std::env::var("DOCKET_TEST_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+        let base = format!("{server}{}", if server.contains('?') { '&' } else { '?' });
+        // Unknown parameters go to the Redis client; repeated ones are refused all the same.
+        refused(&[
+            "run",
+            "list",
+            "--backend",
+            &format!("{base}protocol=resp2&protocol=resp2"),
+        ]);
+        let walked = walk_options(
+            "redis",
+            &format!("{base}protocol=resp2&"),
+            &[
+                ("namespace", OptionKind::Namespace),
+                timeouts[0],
+                timeouts[1],
+            ],
+            docket_redis::URL_OPTIONS,
+        );
+        checked += walked;
+    }
+    assert!(checked > 40, "{checked} URLs checked");
+}
