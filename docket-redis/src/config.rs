@@ -5,14 +5,15 @@ use std::time::Duration;
 
 use docket_core::model::excerpt;
 use docket_core::store::url::{
-    join_query, number, split_query, unknown_option, Param, MAX_TIMEOUT_MS,
+    join_query, number, redact, split_query, unknown_option, Param, MAX_TIMEOUT_MS,
 };
 use docket_core::store::{Message, StoreError};
 
 use crate::keys::{namespace_is_valid, MAX_NAMESPACE_LEN};
 
-/// How to reach Redis and which namespace to use.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How to reach Redis and which namespace to use. Its `Debug` shows the URL without its
+/// password.
+#[derive(Clone, PartialEq, Eq)]
 pub struct RedisConfig {
     /// A `redis://` (or `rediss://`, `unix://`) URL.
     pub url: String,
@@ -27,6 +28,17 @@ pub struct RedisConfig {
     /// How long establishing a connection may take (URL option `connect_timeout_ms`,
     /// default 10 s): the first connection at start-up, and each reconnection attempt.
     pub connection_timeout: Duration,
+}
+
+impl std::fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &redact(&self.url))
+            .field("namespace", &self.namespace)
+            .field("response_timeout", &self.response_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .finish()
+    }
 }
 
 /// The namespace of [`RedisConfig::from_url`] when the URL names none.

@@ -5,6 +5,10 @@
 //! `redis://127.0.0.1:6379/0?namespace=prod` (default `docket`); every other part of the URL
 //! goes to the Redis client unchanged.
 //!
+//! A URL may carry a password: show one only through [`redact`] (re-exported from
+//! `docket_core::store::url`), which every log line, error and `--json` output of this crate
+//! and of the CLI uses.
+//!
 //! PostgreSQL URLs are the driver's (`postgres://user@host:port/db?sslmode=…`) plus Docket's
 //! own parameters `schema=NAME` (default `docket`), `pool_size=N` and `poll_only=true` (see
 //! `docket_postgres::parse_url`); connecting brings the schema up to date.
@@ -18,11 +22,13 @@ use docket_core::store::{Backend, StoreError};
 
 use crate::error::DocketError;
 
+pub use docket_core::store::url::redact;
+
 /// The default backend URL of the CLI and of [`crate::Docket::connect`] with no URL.
 pub const DEFAULT_URL: &str = "sqlite://docket.db";
 
-/// A parsed backend URL.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parsed backend URL. Its `Debug` shows the URL [`redact`]ed.
+#[derive(Clone, PartialEq, Eq)]
 pub enum BackendUrl {
     /// `sqlite://PATH[?options]` (the whole URL is kept for the SQLite parser).
     Sqlite(String),
@@ -32,6 +38,18 @@ pub enum BackendUrl {
     Postgres(String),
     /// `redis://` or `rediss://`, optionally with `?namespace=NAME` (default `docket`).
     Redis(String),
+}
+
+impl std::fmt::Debug for BackendUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = match self {
+            BackendUrl::Sqlite(url) | BackendUrl::Postgres(url) | BackendUrl::Redis(url) => {
+                redact(url)
+            }
+            BackendUrl::Memory => "memory://".to_owned(),
+        };
+        f.debug_tuple(self.scheme()).field(&url).finish()
+    }
 }
 
 impl BackendUrl {
@@ -47,7 +65,7 @@ impl BackendUrl {
             Some("postgres" | "postgresql") => Ok(BackendUrl::Postgres(url.to_owned())),
             Some("redis" | "rediss") => Ok(BackendUrl::Redis(url.to_owned())),
             _ => Err(DocketError::UnsupportedBackend {
-                url: url.to_owned(),
+                url: excerpt(&redact(url)).into_owned(),
                 reason: "expected sqlite://PATH, memory://, postgres://… or redis://…".into(),
             }),
         }

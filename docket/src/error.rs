@@ -62,7 +62,7 @@ pub enum DocketError {
     /// The URL names no backend this build knows.
     #[error("unsupported backend URL {url:?}: {reason}")]
     UnsupportedBackend {
-        /// The URL as given.
+        /// The URL as given, redacted (no password) and cut if long.
         url: String,
         /// Why.
         reason: String,

@@ -370,3 +370,29 @@ fn a_server_that_never_answers_fails_the_command_at_the_connect_timeout() {
         );
     }
 }
+
+#[test]
+fn no_command_prints_the_password_of_a_postgres_url() {
+    // The test server trusts local connections, so any password is accepted.
+    const SECRET: &str = "pg-Secret-7b1f";
+    let schema = Schema::fresh("redact");
+    let with_password = |url: &str| url.replacen("postgres@", &format!("postgres:{SECRET}@"), 1);
+    let url = with_password(&schema.url);
+    assert!(
+        url.contains(SECRET),
+        "the test server URL names user postgres: {url}"
+    );
+    let unreachable = with_password("postgres://postgres@127.0.0.1:1/test?connect_timeout_ms=2000");
+    let printed =
+        support::cli::everything_printed(&url, &format!("{url}&pool_size=0"), &unreachable);
+    assert!(
+        printed.contains(":***@"),
+        "the URL is shown, redacted:\n{printed:.3000}"
+    );
+    let leaks: Vec<&str> = printed.lines().filter(|l| l.contains(SECRET)).collect();
+    assert!(
+        leaks.is_empty(),
+        "the password was printed:\n{}",
+        leaks.join("\n")
+    );
+}

@@ -306,3 +306,77 @@ fn a_server_that_never_answers_fails_the_command_at_the_connect_timeout() {
         );
     }
 }
+
+/// A throwaway ACL user with a password on the test server, deleted on drop.
+struct AclUser {
+    name: String,
+}
+
+impl AclUser {
+    fn create(password: &str) -> AclUser {
+        let name = format!("docket-redact-{}-{}", std::process::id(), unique_suffix());
+        let client = redis::Client::open(server_url()).expect("server url");
+        let mut conn = client
+            .get_connection()
+            .unwrap_or_else(|e| panic!("the Redis test server must be reachable ({URL_VAR}): {e}"));
+        redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg(&name)
+            .arg("on")
+            .arg(format!(">{password}"))
+            .arg("~*")
+            .arg("&*")
+            .arg("+@all")
+            .query::<()>(&mut conn)
+            .expect("ACL SETUSER");
+        AclUser { name }
+    }
+}
+
+impl Drop for AclUser {
+    fn drop(&mut self) {
+        if let Ok(client) = redis::Client::open(server_url()) {
+            if let Ok(mut conn) = client.get_connection() {
+                let _ = redis::cmd("ACL")
+                    .arg("DELUSER")
+                    .arg(&self.name)
+                    .query::<()>(&mut conn);
+            }
+        }
+    }
+}
+
+fn unique_suffix() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+#[test]
+fn no_command_prints_the_password_of_a_redis_url() {
+    const SECRET: &str = "redis-Secret-4c2e";
+    let user = AclUser::create(SECRET);
+    let ns = Namespace::fresh();
+    let (scheme, rest) = ns.url.split_once("://").expect("scheme");
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let url = format!("{scheme}://{}:{SECRET}@{host}", user.name);
+    let unreachable = format!(
+        "redis://{}:{SECRET}@127.0.0.1:1?connect_timeout_ms=2000",
+        user.name
+    );
+    let printed = support::cli::everything_printed(
+        &url,
+        &format!("{url}&connect_timeout_ms=0"),
+        &unreachable,
+    );
+    assert!(
+        printed.contains(":***@"),
+        "the URL is shown, redacted:\n{printed:.3000}"
+    );
+    let leaks: Vec<&str> = printed.lines().filter(|l| l.contains(SECRET)).collect();
+    assert!(
+        leaks.is_empty(),
+        "the password was printed:\n{}",
+        leaks.join("\n")
+    );
+}

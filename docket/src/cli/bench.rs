@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use docket::bench::{self, BenchOptions, BenchReport, ChartText};
+use docket::connect::redact;
 use docket::DocketError;
 
 use super::CliResult;
@@ -77,7 +78,8 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
     })?;
     let options = args.options()?;
     eprintln!(
-        "docket bench: {url}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}",
+        "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}",
+        redact(url),
         options.concurrency,
         options.duration.as_secs_f64(),
         options.warmup.as_secs_f64(),
@@ -87,7 +89,10 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
         Ok(report) => report,
         Err(e) => {
             eprintln!("docket bench: {e}");
-            eprintln!("docket bench: the store at {url} is left as it is, for inspection");
+            eprintln!(
+                "docket bench: the store at {} is left as it is, for inspection",
+                redact(url)
+            );
             return Ok(ExitCode::FAILURE);
         }
     };

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use docket::connect::DEFAULT_URL;
+use docket::connect::{redact, DEFAULT_URL};
 use docket::{Docket, DocketError};
 
 /// Durable, graph-shaped workflow runs with pluggable storage.
@@ -103,7 +103,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Migrate => {
             let url = backend_url(url.as_deref());
             connect(Some(&url)).await?;
-            println!("{url}: schema is current");
+            println!("{}: schema is current", redact(&url));
             Ok(ExitCode::SUCCESS)
         }
     }

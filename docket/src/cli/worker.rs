@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use docket::connect::redact;
 use docket::engine::{idle_state, DrainBudget, PrunerConfig, StatsSnapshot, Worker, WorkerConfig};
 use docket::{Docket, DocketError};
 
@@ -84,9 +85,10 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
         .build()?;
     let workers: Vec<Worker> = (0..args.workers).map(|_| docket.start_worker()).collect();
     eprintln!(
-        "docket worker: {} worker(s) × {} vehicles on {url}{}",
+        "docket worker: {} worker(s) × {} vehicles on {}{}",
         args.workers,
         args.concurrency,
+        redact(url),
         if args.until_idle {
             " (until idle)"
         } else {

@@ -120,3 +120,70 @@ fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<String> {
         text
     })
 }
+
+/// Runs every command of the CLI at least once against `url` (with `RUST_LOG=debug`, so the
+/// engine's and drivers' log lines are included) — successes, refusals and a connection
+/// failure — and returns everything they printed on stdout and stderr. `broken` is the same
+/// store's URL with an option that must be refused.
+pub fn everything_printed(url: &str, broken: &str, unreachable: &str) -> String {
+    let graph = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/approval.json");
+    let deadline = Duration::from_secs(120);
+    let mut printed = String::new();
+    let mut run = |args: &[&str], backend: &str| -> Finished {
+        let mut all = args.to_vec();
+        all.extend(["--backend", backend]);
+        let out = docket(&all).env("RUST_LOG", "debug").within(deadline);
+        printed.push_str(&out.stdout);
+        printed.push_str(&out.stderr);
+        out
+    };
+    let ok = |out: &Finished, what: &str| {
+        assert!(out.status.success(), "{what}: {}{}", out.stdout, out.stderr);
+    };
+    ok(&run(&["demo", "--runs", "4", "--no-workers"], url), "demo");
+    ok(&run(&["migrate"], url), "migrate");
+    ok(&run(&["graph", "publish", graph], url), "publish");
+    ok(&run(&["graph", "list", "--json"], url), "graph list");
+    let started = run(
+        &["run", "start", "approval", "--input", r#"{"amount": 5}"#],
+        url,
+    );
+    ok(&started, "run start");
+    let run_id = started.stdout.trim().to_owned();
+    let idle = [
+        "worker",
+        "--until-idle",
+        "--poll-interval-ms",
+        "50",
+        "--idle-check-ms",
+        "50",
+    ];
+    ok(&run(&idle, url), "worker");
+    ok(&run(&["run", "list", "--json"], url), "run list");
+    ok(&run(&["run", "show", &run_id, "--json"], url), "run show");
+    ok(
+        &run(&["interrupt", "resolve", &run_id, "approve", "true"], url),
+        "resolve",
+    );
+    ok(&run(&idle, url), "worker");
+    ok(&run(&["events", &run_id, "--json"], url), "events");
+    ok(&run(&["run", "verify", "--json"], url), "verify");
+    ok(&run(&["run", "verify"], url), "verify");
+    for (args, backend) in [
+        (&["run", "show", "run_missing", "--json"][..], url),
+        (&["run", "start", "no_such_graph"][..], url),
+        (&["run", "cancel", &run_id][..], url),
+        (&["run", "retry", &run_id][..], url),
+        (&["run", "list", "--json"][..], broken),
+        (&["worker", "--until-idle"][..], broken),
+        (&["migrate"][..], broken),
+        (&["run", "list"][..], unreachable),
+        (&["worker", "--until-idle"][..], unreachable),
+        (&["migrate"][..], unreachable),
+    ] {
+        let out = run(args, backend);
+        assert!(!out.status.success(), "{args:?} must fail: {}", out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", out.stderr);
+    }
+    printed
+}

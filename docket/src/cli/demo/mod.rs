@@ -15,6 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use tokio::sync::watch;
 
+use docket::connect::redact;
 use docket::core::model::{GraphRef, RunId, RunQuery, RunStatus};
 use docket::core::store::Backend;
 use docket::engine::{DrainBudget, Worker, WorkerConfig, WorkerStats};
@@ -172,11 +173,12 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
     }
     if !args.no_workers {
         println!(
-            "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({url})",
+            "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({})",
             args.runs,
             refs.len(),
             args.workers,
-            args.concurrency
+            args.concurrency,
+            redact(url)
         );
     }
     for n in 0..args.runs {
@@ -187,9 +189,10 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
     }
     if args.no_workers {
         println!(
-            "docket demo: started {} runs of {} graphs ({url}); no workers (--no-workers): drive them with `docket worker --backend URL`",
+            "docket demo: started {} runs of {} graphs ({}); no workers (--no-workers): drive them with `docket worker --backend URL`",
             args.runs,
-            refs.len()
+            refs.len(),
+            redact(url)
         );
         return Ok(ExitCode::SUCCESS);
     }
