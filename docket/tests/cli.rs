@@ -1,8 +1,11 @@
 //! The `docket` binary: the demo's summary, start-up refusal of a misconfigured worker, and
 //! the administration commands end to end on a SQLite file.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::Duration;
 
 fn docket(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_docket"))
@@ -432,4 +435,50 @@ fn every_url_option_of_every_backend_refuses_bad_values_with_a_typed_error() {
         checked += walked;
     }
     assert!(checked > 40, "{checked} URLs checked");
+}
+
+fn count_listed(url: &str, status: &str) -> usize {
+    let out = docket(&[
+        "run",
+        "list",
+        "--json",
+        "--status",
+        status,
+        "--backend",
+        url,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout).matches("\"id\":").count()
+}
+
+#[test]
+fn a_worker_whose_stderr_is_a_full_disk_keeps_draining_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = sqlite_url(dir.path(), "full.db");
+    let demo = docket(&["demo", "--runs", "8", "--no-workers", "--backend", &url]);
+    assert!(demo.status.success(), "{}", text(&demo.stderr));
+    assert_eq!(count_listed(&url, "running"), 8);
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    // Debug logging: every engine task writes log lines, and every write fails.
+    let out = support::cli::docket(&[
+        "worker",
+        "--until-idle",
+        "--poll-interval-ms",
+        "50",
+        "--idle-check-ms",
+        "50",
+        "--backend",
+        &url,
+    ])
+    .env("RUST_LOG", "debug")
+    .stderr_to(full)
+    .within(Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", out.stdout);
+    // Two approval runs wait for a signal; every other run finished.
+    assert_eq!(count_listed(&url, "running"), 0);
+    assert_eq!(count_listed(&url, "waiting"), 2);
+    assert_eq!(count_listed(&url, "done"), 6);
 }

@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 
 use docket::core::model::{RunId, RunStatus};
 use docket::core::store::{ClaimClass, ClaimLease, PoisonedClaim, RunStore};
-use docket::engine::{Jitter, LaunchError, Launcher, Worker, WorkerConfig};
+use docket::engine::{Jitter, LaunchError, Launcher, Worker, WorkerConfig, WorkerFailure};
 
 use support::graphs::{endless, steps};
 use support::scripted::Scripted;
@@ -396,4 +396,33 @@ async fn a_wake_hint_gets_a_new_run_claimed_long_before_the_poll_interval() {
         "the hint caused a poll"
     );
     worker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_dispatcher_that_panics_takes_the_worker_down_with_its_message() {
+    let fx = fx(2);
+    fx.start(&steps(1)).await;
+    // Any panic inside the dispatcher's own task (here an observer hook; in the field, a log
+    // writer) used to leave a worker that polled nothing and held its claims.
+    let mut worker = Worker::builder(fx.docket.engine())
+        .on_lease(|_| panic!("the log line could not be written"))
+        .start();
+    let failure = tokio::time::timeout(LIMIT, worker.failure())
+        .await
+        .expect("the dead dispatcher is reported");
+    assert_eq!(
+        failure,
+        WorkerFailure::Panicked {
+            task: "dispatcher",
+            message: "the log line could not be written".into()
+        }
+    );
+    assert!(
+        failure.to_string().contains("dispatcher task panicked"),
+        "{failure}"
+    );
+    let report = tokio::time::timeout(LIMIT, worker.shutdown())
+        .await
+        .expect("shutting a failed worker down does not hang");
+    assert!(!report.drained);
 }

@@ -119,7 +119,7 @@ fn graph_id(raw: &str) -> Result<GraphId, DocketError> {
 }
 
 fn print_json(value: &Value) {
-    println!(
+    out!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     );
@@ -132,7 +132,7 @@ pub async fn graph(docket: &Docket, cmd: GraphCommand) -> CliResult {
                 DocketError::InvalidOptions(format!("cannot read {}: {e}", file.display()))
             })?;
             let graph_ref = docket.save_graph_json(&text).await?;
-            println!("{}@{}", graph_ref.graph_id, graph_ref.graph_hash);
+            out!("{}@{}", graph_ref.graph_id, graph_ref.graph_hash);
         }
         GraphCommand::List { ids, format } => {
             let ids = if ids.is_empty() {
@@ -163,7 +163,7 @@ pub async fn graph(docket: &Docket, cmd: GraphCommand) -> CliResult {
                 print_json(&Value::Array(rows));
             } else {
                 for r in rows {
-                    println!(
+                    out!(
                         "{}@{}  {}",
                         r["graph_id"].as_str().unwrap_or(""),
                         r["graph_hash"].as_str().unwrap_or(""),
@@ -237,7 +237,7 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 ..StartOptions::default()
             };
             let run = docket.start_run(&graph_ref, input, options).await?;
-            println!("{}", run.id);
+            out!("{}", run.id);
         }
         RunCommand::Show { run_id: id, format } => {
             let info = docket.inspect_run(&run_id(&id)?).await?;
@@ -245,27 +245,28 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 print_json(&json::run_info(&info));
             } else {
                 let run = &info.run;
-                println!("run        {}", run.id);
-                println!("graph      {}@{}", run.graph_id, run.graph_hash);
-                println!("status     {}", run.status);
-                println!("step       {}", run.step);
-                println!("checkpoint {}", run.checkpoint_seq);
-                println!(
+                out!("run        {}", run.id);
+                out!("graph      {}@{}", run.graph_id, run.graph_hash);
+                out!("status     {}", run.status);
+                out!("step       {}", run.step);
+                out!("checkpoint {}", run.checkpoint_seq);
+                out!(
                     "claim      attempts {}, abandons {}",
-                    info.claim_attempts, info.claim_abandons
+                    info.claim_attempts,
+                    info.claim_abandons
                 );
                 if let Some(p) = info.poison {
-                    println!("poisoned   {} ({})", p.poisoned_at, p.reason.as_str());
+                    out!("poisoned   {} ({})", p.poisoned_at, p.reason.as_str());
                 }
                 let open = json::open_interrupts(&info);
                 if !open.is_empty() {
-                    println!("waiting on {}", open.join(", "));
+                    out!("waiting on {}", open.join(", "));
                 }
                 if let Some(output) = &run.output {
-                    println!("output     {}", Value::Object(output.clone()));
+                    out!("output     {}", Value::Object(output.clone()));
                 }
                 if let Some(failure) = &run.failure {
-                    println!("failure    {}: {}", failure.code, failure.message);
+                    out!("failure    {}: {}", failure.code, failure.message);
                 }
             }
         }
@@ -292,7 +293,7 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 print_json(&Value::Array(runs.iter().map(json::summary).collect()));
             } else {
                 for s in runs {
-                    println!(
+                    out!(
                         "{}  {:<9}  {}  step {}  seq {}",
                         s.id,
                         s.status.as_str(),
@@ -305,11 +306,11 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
         }
         RunCommand::Cancel { run_id: id } => {
             let run = docket.cancel_run(&run_id(&id)?).await?;
-            println!("{} {}", run.id, run.status);
+            out!("{} {}", run.id, run.status);
         }
         RunCommand::Retry { run_id: id } => {
             let run = docket.retry_poisoned_run(&run_id(&id)?).await?;
-            println!("{} {}", run.id, run.status);
+            out!("{} {}", run.id, run.status);
         }
         RunCommand::Verify {
             expect_terminal,
@@ -349,7 +350,7 @@ pub async fn events(docket: &Docket, args: EventsArgs) -> CliResult {
                     .collect::<Vec<_>>()
                     .join(" "),
             };
-            println!(
+            out!(
                 "{:>4}  step {:<3} {:<22} {detail}",
                 e.seq,
                 e.step,
@@ -371,7 +372,7 @@ pub async fn interrupt(docket: &Docket, cmd: InterruptCommand) -> CliResult {
             let run = docket
                 .resolve_interrupt(&run_id(&id)?, &interrupt_id, value)
                 .await?;
-            println!("{} {}", run.id, run.status);
+            out!("{} {}", run.id, run.status);
         }
     }
     Ok(ExitCode::SUCCESS)

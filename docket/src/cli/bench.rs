@@ -77,7 +77,7 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
         )
     })?;
     let options = args.options()?;
-    eprintln!(
+    note!(
         "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}",
         redact(url),
         options.concurrency,
@@ -88,8 +88,8 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
     let report = match bench::run(url, &options).await {
         Ok(report) => report,
         Err(e) => {
-            eprintln!("docket bench: {e}");
-            eprintln!(
+            note!("docket bench: {e}");
+            note!(
                 "docket bench: the store at {} is left as it is, for inspection",
                 redact(url)
             );
@@ -101,28 +101,28 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
         std::fs::write(path, report.json_lines()).map_err(|e| {
             DocketError::InvalidOptions(format!("cannot write {}: {e}", path.display()))
         })?;
-        println!("JSON lines: {}", path.display());
+        out!("JSON lines: {}", path.display());
     }
     if let Some(path) = &args.chart {
         match bench::render_chart(&report, path) {
-            Ok(ChartText::Labelled) => println!("chart: {}", path.display()),
+            Ok(ChartText::Labelled) => out!("chart: {}", path.display()),
             Ok(ChartText::Unlabelled { legend }) => {
-                println!(
+                out!(
                     "chart: {} (no font found: bars only; set DOCKET_BENCH_FONT to a .ttf for labels)\n{legend}",
                     path.display()
                 );
             }
             Err(e) => {
-                eprintln!("docket bench: {e}");
+                note!("docket bench: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         }
     }
     if args.cleanup {
         match bench::purge(url).await {
-            Ok(what) => println!("cleanup: deleted {what}"),
+            Ok(what) => out!("cleanup: deleted {what}"),
             Err(e) => {
-                eprintln!("docket bench: cleanup failed: {e}");
+                note!("docket bench: cleanup failed: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         }
@@ -131,7 +131,7 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
 }
 
 fn print_report(report: &BenchReport) {
-    println!(
+    out!(
         "\n{} — concurrency {}, {:.1} s windows{}",
         report.backend,
         report.concurrency,
@@ -141,12 +141,12 @@ fn print_report(report: &BenchReport) {
             .as_deref()
             .map_or_else(String::new, |c| format!(", commit {c}"))
     );
-    println!("{}", report.table());
+    out!("{}", report.table());
     for floor in &report.floors {
-        println!("  {floor}");
+        out!("  {floor}");
     }
-    println!("verified:");
+    out!("verified:");
     for line in &report.verified {
-        println!("  ✓ {line}");
+        out!("  ✓ {line}");
     }
 }

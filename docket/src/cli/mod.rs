@@ -1,5 +1,8 @@
 //! Command-line definitions (clap derive) and dispatch.
 
+#[macro_use]
+pub mod output;
+
 mod admin;
 mod bench;
 #[cfg(feature = "conformance")]
@@ -103,7 +106,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Migrate => {
             let url = backend_url(url.as_deref());
             connect(Some(&url)).await?;
-            println!("{}: schema is current", redact(&url));
+            out!("{}: schema is current", redact(&url));
             Ok(ExitCode::SUCCESS)
         }
     }

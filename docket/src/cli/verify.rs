@@ -25,7 +25,7 @@ pub async fn run(docket: &Docket, expect_terminal: bool, as_json: bool) -> CliRe
         if !problems.is_empty() {
             bad += 1;
             if !as_json {
-                println!("{}  {}  {}", run.id, run.status, problems.join("; "));
+                out!("{}  {}  {}", run.id, run.status, problems.join("; "));
             }
         }
         report.push(json!({
@@ -37,13 +37,13 @@ pub async fn run(docket: &Docket, expect_terminal: bool, as_json: bool) -> CliRe
         }));
     }
     if as_json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&json!({"runs": report, "violations": bad}))
                 .unwrap_or_default()
         );
     } else {
-        println!("verified {} runs: {} with violations", runs.len(), bad);
+        out!("verified {} runs: {} with violations", runs.len(), bad);
     }
     Ok(if bad == 0 {
         ExitCode::SUCCESS

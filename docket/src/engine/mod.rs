@@ -54,7 +54,7 @@ pub use idle::{idle_state, IdleState};
 pub use outcome::{BudgetFired, DrainOutcome, Drained, IncompatibleReason, VehicleError};
 pub use stats::{merged_latency, StatsSnapshot, WorkerStats};
 pub use vehicle::Vehicle;
-pub use worker::{ShutdownReport, Worker};
+pub use worker::{ShutdownReport, Worker, WorkerFailure};
 
 /// The shared environment of vehicles and workers. Cheap to clone.
 #[derive(Clone)]

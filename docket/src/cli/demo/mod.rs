@@ -172,7 +172,7 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
         refs.push((example, docket.save_graph_json(example.json).await?));
     }
     if !args.no_workers {
-        println!(
+        out!(
             "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({})",
             args.runs,
             refs.len(),
@@ -188,7 +188,7 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
             .await?;
     }
     if args.no_workers {
-        println!(
+        out!(
             "docket demo: started {} runs of {} graphs ({}); no workers (--no-workers): drive them with `docket worker --backend URL`",
             args.runs,
             refs.len(),
@@ -274,7 +274,7 @@ fn maybe_kill(slot: &mut Option<Worker>, started: Instant, bar: &ProgressBar) ->
         ORPHAN_TTL_MS / 1000
     );
     if bar.is_hidden() {
-        println!("{line}");
+        out!("{line}");
     } else {
         bar.println(line);
     }
