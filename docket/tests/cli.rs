@@ -482,3 +482,68 @@ fn a_worker_whose_stderr_is_a_full_disk_keeps_draining_runs() {
     assert_eq!(count_listed(&url, "waiting"), 2);
     assert_eq!(count_listed(&url, "done"), 6);
 }
+
+/// Makes a file unwritable for this process — by its mode, or, for root (whom modes do not
+/// stop), with `chattr +i` — and undoes it on drop.
+struct ReadOnlyFile {
+    path: std::path::PathBuf,
+    immutable: bool,
+}
+
+impl ReadOnlyFile {
+    fn new(path: &Path) -> ReadOnlyFile {
+        use std::os::unix::fs::PermissionsExt;
+        let writable = || std::fs::OpenOptions::new().write(true).open(path).is_ok();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o444))
+            .expect("chmod the file");
+        let mut file = ReadOnlyFile {
+            path: path.to_owned(),
+            immutable: false,
+        };
+        if writable() {
+            let status = Command::new("chattr")
+                .arg("+i")
+                .arg(path)
+                .status()
+                .expect("chattr runs (needed to make a file read-only for root)");
+            assert!(status.success(), "chattr +i {}", path.display());
+            file.immutable = true;
+        }
+        assert!(!writable(), "{} is still writable", path.display());
+        file
+    }
+}
+
+impl Drop for ReadOnlyFile {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        if self.immutable {
+            let _ = Command::new("chattr").arg("-i").arg(&self.path).status();
+        }
+        let _ = std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o644));
+    }
+}
+
+#[test]
+fn a_worker_on_a_read_only_database_exits_non_zero_instead_of_retrying_forever() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = sqlite_url(dir.path(), "ro.db");
+    let demo = docket(&["demo", "--runs", "4", "--no-workers", "--backend", &url]);
+    assert!(demo.status.success(), "{}", text(&demo.stderr));
+    let _read_only = ReadOnlyFile::new(&dir.path().join("ro.db"));
+    let out = support::cli::docket(&[
+        "worker",
+        "--until-idle",
+        "--poll-interval-ms",
+        "20",
+        "--idle-check-ms",
+        "20",
+        "--backend",
+        &url,
+    ])
+    .within(Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    assert!(out.stderr.contains("worker stopped"), "{}", out.stderr);
+    assert!(out.stderr.contains("readonly"), "{}", out.stderr);
+}

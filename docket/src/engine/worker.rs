@@ -9,10 +9,13 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use docket_core::model::RunId;
-use docket_core::store::{ClaimLease, PoisonedClaim};
+use docket_core::store::{ClaimLease, PoisonedClaim, StoreError};
 
 use super::admission::AdmissionPhase;
-use super::dispatcher::{Dispatcher, Launcher, Settings, Shared, VehicleLauncher};
+use super::dispatcher::{
+    Dispatcher, DispatcherExit, Launcher, Settings, Shared, VehicleLauncher,
+    MAX_PERMANENT_POLL_FAILURES,
+};
 use super::stats::WorkerStats;
 use super::vehicle::Vehicle;
 use super::{pruner, Engine};
@@ -32,7 +35,7 @@ pub struct ShutdownReport {
 ///
 /// A worker whose background task died must not sit idle holding claims: the host learns it
 /// from [`Worker::failure`] and should stop (the CLI exits non-zero with this message).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkerFailure {
     /// A background task (`dispatcher` or `pruner`) panicked.
@@ -48,6 +51,15 @@ pub enum WorkerFailure {
     Cancelled {
         /// Which task.
         task: &'static str,
+    },
+    /// Claim polls kept failing with a permanent store error (a read-only database, missing
+    /// privileges): retrying would not help, so the worker stopped.
+    #[error("the store refused {attempts} claim polls in a row with a permanent error; the worker stopped: {error}")]
+    Store {
+        /// The last error.
+        error: StoreError,
+        /// How many polls failed in a row.
+        attempts: u32,
     },
 }
 
@@ -76,7 +88,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 pub struct Worker {
     stop: watch::Sender<bool>,
     requests: mpsc::UnboundedSender<()>,
-    dispatcher: Option<JoinHandle<ShutdownReport>>,
+    dispatcher: Option<JoinHandle<DispatcherExit>>,
     pruner: Option<JoinHandle<()>>,
     /// The dispatcher's report when [`Worker::failure`] saw it end before the shutdown.
     ended: Option<ShutdownReport>,
@@ -238,8 +250,8 @@ impl Worker {
     }
 
     /// Resolves when a background task of this worker (the dispatcher with its claim polls,
-    /// or the pruner) ends although no shutdown was asked for — it panicked or was cancelled —
-    /// and says why. Never resolves while the worker is healthy, nor after
+    /// or the pruner) ends although no shutdown was asked for — it panicked, was cancelled, or
+    /// the dispatcher gave up after permanent store errors — and says why. Never resolves while the worker is healthy, nor after
     /// [`Worker::begin_shutdown`] for a task that then ends normally.
     ///
     /// Cancel safe: dropping the future loses nothing, so it can sit in a `select!` loop.
@@ -249,7 +261,15 @@ impl Worker {
                 joined = join_or_pending(&mut self.dispatcher) => {
                     self.dispatcher = None;
                     match joined {
-                        Ok(report) => self.ended = Some(report),
+                        Ok(DispatcherExit { report, failure }) => {
+                            self.ended = Some(report);
+                            if let Some(error) = failure {
+                                return WorkerFailure::Store {
+                                    error,
+                                    attempts: MAX_PERMANENT_POLL_FAILURES,
+                                };
+                            }
+                        }
                         Err(e) => return WorkerFailure::from_join("dispatcher", e),
                     }
                 }
@@ -269,11 +289,14 @@ impl Worker {
     pub async fn shutdown(mut self) -> ShutdownReport {
         self.begin_shutdown();
         let report = match self.dispatcher.take() {
-            Some(handle) => handle.await.unwrap_or(ShutdownReport {
-                drained: false,
-                vehicles_remaining: 0,
-                duration: Duration::ZERO,
-            }),
+            Some(handle) => handle.await.map_or(
+                ShutdownReport {
+                    drained: false,
+                    vehicles_remaining: 0,
+                    duration: Duration::ZERO,
+                },
+                |exit| exit.report,
+            ),
             None => self.ended.take().unwrap_or(ShutdownReport {
                 drained: false,
                 vehicles_remaining: 0,
