@@ -547,3 +547,51 @@ fn a_worker_on_a_read_only_database_exits_non_zero_instead_of_retrying_forever()
     assert!(out.stderr.contains("worker stopped"), "{}", out.stderr);
     assert!(out.stderr.contains("readonly"), "{}", out.stderr);
 }
+
+#[test]
+fn an_unbounded_cycle_is_warned_about_at_publication_and_stopped_by_the_worker() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = sqlite_url(dir.path(), "cycle.db");
+    let graph = dir.path().join("endless.json");
+    std::fs::write(
+        &graph,
+        r#"{"schema_version": 1, "id": "endless",
+            "fields": {"n": {"schema": {"type": "integer"}, "default": 0}},
+            "nodes": {"inc": {"implementation": "std.increment", "config": {"field": "n"}}},
+            "edges": {"begin": {"from": "$start", "to": "inc"},
+                      "again": {"from": "inc", "to": "inc"}}}"#,
+    )
+    .expect("write graph");
+    let published = docket(&[
+        "graph",
+        "publish",
+        graph.to_str().expect("path"),
+        "--backend",
+        &url,
+    ]);
+    assert!(published.status.success(), "{}", text(&published.stderr));
+    assert!(text(&published.stdout).starts_with("endless@"));
+    let warned = text(&published.stderr);
+    assert!(warned.contains("unbounded_cycle"), "{warned}");
+    let started = docket(&["run", "start", "endless", "--backend", &url]);
+    assert!(started.status.success(), "{}", text(&started.stderr));
+    let run_id = text(&started.stdout).trim().to_owned();
+    let out = support::cli::docket(&[
+        "worker",
+        "--until-idle",
+        "--max-supersteps",
+        "30",
+        "--poll-interval-ms",
+        "50",
+        "--idle-check-ms",
+        "50",
+        "--backend",
+        &url,
+    ])
+    .within(Duration::from_secs(60));
+    assert!(out.status.success(), "{}", out.stderr);
+    let shown = text(&docket(&["run", "show", &run_id, "--json", "--backend", &url]).stdout);
+    assert!(shown.contains("\"status\": \"failed\""), "{shown}");
+    assert!(shown.contains("max_supersteps_exceeded"), "{shown}");
+    assert!(shown.contains("\"step\": 30"), "{shown}");
+}

@@ -11,7 +11,7 @@ use docket::core::model::{
     RunSummary, MAX_PAGE_LIMIT,
 };
 use docket::examples::EXAMPLES;
-use docket::{Docket, DocketError, StartOptions};
+use docket::{Docket, DocketError, Publication, StartOptions};
 
 use super::{json, verify, CliResult, Format};
 
@@ -131,7 +131,9 @@ pub async fn graph(docket: &Docket, cmd: GraphCommand) -> CliResult {
             let text = std::fs::read_to_string(&file).map_err(|e| {
                 DocketError::InvalidOptions(format!("cannot read {}: {e}", file.display()))
             })?;
-            let graph_ref = docket.save_graph_json(&text).await?;
+            let published = docket.publish_graph_json(&text).await?;
+            print_warnings(&published);
+            let graph_ref = &published.graph_ref;
             out!("{}@{}", graph_ref.graph_id, graph_ref.graph_hash);
         }
         GraphCommand::List { ids, format } => {
@@ -174,6 +176,13 @@ pub async fn graph(docket: &Docket, cmd: GraphCommand) -> CliResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Shows the compiler's warnings about a published graph on stderr (stdout keeps the address).
+pub fn print_warnings(published: &Publication) {
+    for warning in &published.warnings {
+        note!("docket: {}: {warning}", published.graph_ref.graph_id);
+    }
 }
 
 /// The bundled example ids plus every graph id some run uses (the stores have no "list graph

@@ -8,6 +8,7 @@ use clap::Args;
 use docket::connect::redact;
 use docket::engine::{
     idle_state, DrainBudget, PrunerConfig, StatsSnapshot, Worker, WorkerConfig, WorkerFailure,
+    DEFAULT_MAX_SUPERSTEPS,
 };
 use docket::{Docket, DocketError};
 
@@ -45,6 +46,10 @@ pub struct WorkerArgs {
     /// Milliseconds between idle checks with --until-idle.
     #[arg(long, default_value_t = 250)]
     idle_check_ms: u64,
+    /// Supersteps after which a run of a graph without its own `max_supersteps` policy fails
+    /// with max_supersteps_exceeded (a cycle that never ends cannot run forever).
+    #[arg(long, default_value_t = DEFAULT_MAX_SUPERSTEPS)]
+    max_supersteps: u64,
 }
 
 impl WorkerArgs {
@@ -54,6 +59,7 @@ impl WorkerArgs {
             poll_interval_ms: self.poll_interval_ms,
             orphan_ttl_ms: self.orphan_ttl_ms,
             max_attempt_elapsed_ms: self.max_attempt_elapsed_ms,
+            max_supersteps: Some(self.max_supersteps),
             drain_budget: DrainBudget {
                 max_moments: Some(self.drain_max_moments),
                 max_elapsed_ms: self.drain_max_elapsed_ms,

@@ -26,6 +26,7 @@ use crate::engine::{
 };
 use crate::error::DocketError;
 
+pub use graphs::Publication;
 pub use runs::AwaitOptions;
 
 /// How the facade advances runs by itself (spec §7.8).

@@ -47,7 +47,9 @@ pub use clock::{
     Jitter, MonotonicClock, NoJitter, ScriptedMonotonic, SystemMonotonic, UniformJitter,
 };
 pub use compiler::{EffectiveCompiler, GraphCompiler};
-pub use config::{ConfigError, ConfigProblem, DrainBudget, PrunerConfig, WorkerConfig};
+pub use config::{
+    ConfigError, ConfigProblem, DrainBudget, PrunerConfig, WorkerConfig, DEFAULT_MAX_SUPERSTEPS,
+};
 pub use dispatcher::{LaunchError, Launcher, PollSource, VehicleLauncher};
 pub use drain_runs::{DrainStopped, DrainSummary};
 pub use idle::{idle_state, IdleState};

@@ -169,7 +169,9 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
         .build()?;
     let mut refs: Vec<(Example, GraphRef)> = Vec::new();
     for example in EXAMPLES {
-        refs.push((example, docket.save_graph_json(example.json).await?));
+        let published = docket.publish_graph_json(example.json).await?;
+        super::admin::print_warnings(&published);
+        refs.push((example, published.graph_ref));
     }
     if !args.no_workers {
         out!(
