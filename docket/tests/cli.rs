@@ -595,3 +595,84 @@ fn an_unbounded_cycle_is_warned_about_at_publication_and_stopped_by_the_worker()
     assert!(shown.contains("max_supersteps_exceeded"), "{shown}");
     assert!(shown.contains("\"step\": 30"), "{shown}");
 }
+
+#[test]
+fn run_verify_covers_every_tenant_and_admin_commands_act_as_a_tenant() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = sqlite_url(dir.path(), "tenants.db");
+    let graph = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/approval.json");
+    let ok = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--backend", &url]);
+        let out = docket(&all);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout).trim().to_owned()
+    };
+    ok(&["graph", "publish", graph]);
+    ok(&["graph", "publish", graph, "--tenant", "acme"]);
+    let input = r#"{"amount": 7}"#;
+    let mine = ok(&["run", "start", "approval", "--input", input]);
+    let theirs = ok(&[
+        "run", "start", "approval", "--input", input, "--tenant", "acme",
+    ]);
+    assert!(ok(&["run", "list", "--json"]).contains(&mine));
+    assert!(!ok(&["run", "list", "--json"]).contains(&theirs));
+    let listed = ok(&["run", "list", "--json", "--tenant", "acme"]);
+    assert!(
+        listed.contains(&theirs) && !listed.contains(&mine),
+        "{listed}"
+    );
+    let hidden = docket(&["run", "show", &theirs, "--backend", &url]);
+    assert_eq!(
+        hidden.status.code(),
+        Some(1),
+        "another owner's run is not found"
+    );
+    assert!(ok(&["graph", "list", "--json", "--tenant", "acme"]).contains("approval"));
+    let idle = [
+        "worker",
+        "--until-idle",
+        "--poll-interval-ms",
+        "50",
+        "--idle-check-ms",
+        "50",
+    ];
+    ok(&idle);
+    ok(&[
+        "interrupt",
+        "resolve",
+        &theirs,
+        "approve",
+        "true",
+        "--tenant",
+        "acme",
+    ]);
+    ok(&idle);
+    assert!(ok(&["run", "show", &theirs, "--json", "--tenant", "acme"]).contains("\"done\""));
+    assert!(ok(&["events", &theirs, "--json", "--tenant", "acme"]).contains("interrupt_resolved"));
+
+    // The tenantless run still waits: verification sees it and the tenant's run.
+    let verified = docket(&["run", "verify", "--expect-terminal", "--backend", &url]);
+    let report = text(&verified.stdout);
+    assert_eq!(verified.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("verified 2 runs: 1 with violations"),
+        "{report}"
+    );
+    assert!(
+        report.contains("tenant acme: 1 runs, 0 with violations"),
+        "{report}"
+    );
+    assert!(
+        report.contains("tenantless: 1 runs, 1 with violations"),
+        "{report}"
+    );
+    let json = ok(&["run", "verify", "--json"]);
+    assert!(json.contains("\"tenant\": \"acme\""), "{json}");
+    ok(&["run", "cancel", &mine]);
+    let verified = ok(&["run", "verify", "--expect-terminal"]);
+    assert!(
+        verified.contains("verified 2 runs: 0 with violations"),
+        "{verified}"
+    );
+}

@@ -8,12 +8,33 @@ use serde_json::Value;
 
 use docket::core::model::{
     EventType, GraphHash, GraphId, GraphRef, GraphVersionQuery, RunId, RunQuery, RunStatus,
-    RunSummary, MAX_PAGE_LIMIT,
+    RunSummary, TenantId, MAX_PAGE_LIMIT,
 };
 use docket::examples::EXAMPLES;
 use docket::{Docket, DocketError, Publication, StartOptions};
 
 use super::{json, verify, CliResult, Format};
+
+/// The owner a command acts as.
+#[derive(Debug, Args, Clone, Default)]
+pub struct TenantArg {
+    /// Act as this tenant (default: tenantless): graphs and runs of other owners are
+    /// invisible, and new ones belong to this tenant.
+    #[arg(long)]
+    tenant: Option<String>,
+}
+
+impl TenantArg {
+    /// `docket` scoped to the tenant, if one is named.
+    fn scope(&self, docket: &Docket) -> Result<Docket, DocketError> {
+        match &self.tenant {
+            None => Ok(docket.clone()),
+            Some(raw) => TenantId::new(raw.as_str())
+                .map(|tenant| docket.tenant(tenant))
+                .map_err(|e| DocketError::InvalidOptions(format!("--tenant: {e}"))),
+        }
+    }
+}
 
 #[derive(Debug, Subcommand)]
 pub enum GraphCommand {
@@ -21,6 +42,8 @@ pub enum GraphCommand {
     Publish {
         /// The JSON file.
         file: PathBuf,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
     /// List versions of graphs (default: the bundled example ids and every id with runs).
     List {
@@ -28,6 +51,8 @@ pub enum GraphCommand {
         ids: Vec<String>,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
 }
 
@@ -46,6 +71,8 @@ pub enum RunCommand {
         /// The run id (default: generated).
         #[arg(long)]
         run_id: Option<String>,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
     /// Show a run with its operational state and open interrupts.
     Show {
@@ -53,6 +80,8 @@ pub enum RunCommand {
         run_id: String,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
     /// List runs, newest first.
     List {
@@ -67,19 +96,26 @@ pub enum RunCommand {
         limit: usize,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
     /// Cancel a running or waiting run.
     Cancel {
         /// The run id.
         run_id: String,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
     /// Recover a poisoned run.
     Retry {
         /// The run id.
         run_id: String,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
-    /// Check every run's history: checkpoint seqs 1..n exactly once, event seqs contiguous;
-    /// exits 1 on any violation.
+    /// Check the history of every run of every owner (tenants included): checkpoint seqs
+    /// 1..n exactly once, event seqs contiguous; prints the counts per owner and exits 1 on
+    /// any violation.
     Verify {
         /// Also require every run to be terminal.
         #[arg(long)]
@@ -95,6 +131,8 @@ pub struct EventsArgs {
     run_id: String,
     #[command(flatten)]
     format: Format,
+    #[command(flatten)]
+    tenant: TenantArg,
 }
 
 #[derive(Debug, Subcommand)]
@@ -107,6 +145,8 @@ pub enum InterruptCommand {
         interrupt_id: String,
         /// The value, e.g. `true`, `42`, `{"ok": true}` or `text`.
         value: String,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
 }
 
@@ -127,7 +167,8 @@ fn print_json(value: &Value) {
 
 pub async fn graph(docket: &Docket, cmd: GraphCommand) -> CliResult {
     match cmd {
-        GraphCommand::Publish { file } => {
+        GraphCommand::Publish { file, tenant } => {
+            let docket = &tenant.scope(docket)?;
             let text = std::fs::read_to_string(&file).map_err(|e| {
                 DocketError::InvalidOptions(format!("cannot read {}: {e}", file.display()))
             })?;
@@ -136,7 +177,12 @@ pub async fn graph(docket: &Docket, cmd: GraphCommand) -> CliResult {
             let graph_ref = &published.graph_ref;
             out!("{}@{}", graph_ref.graph_id, graph_ref.graph_hash);
         }
-        GraphCommand::List { ids, format } => {
+        GraphCommand::List {
+            ids,
+            format,
+            tenant,
+        } => {
+            let docket = &tenant.scope(docket)?;
             let ids = if ids.is_empty() {
                 default_graph_ids(docket).await?
             } else {
@@ -223,7 +269,9 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
             hash,
             input,
             run_id: explicit,
+            tenant,
         } => {
+            let docket = &tenant.scope(docket)?;
             let graph_id = graph_id(&id)?;
             let graph_ref = match hash {
                 Some(h) => GraphRef {
@@ -248,7 +296,12 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
             let run = docket.start_run(&graph_ref, input, options).await?;
             out!("{}", run.id);
         }
-        RunCommand::Show { run_id: id, format } => {
+        RunCommand::Show {
+            run_id: id,
+            format,
+            tenant,
+        } => {
+            let docket = &tenant.scope(docket)?;
             let info = docket.inspect_run(&run_id(&id)?).await?;
             if format.json {
                 print_json(&json::run_info(&info));
@@ -284,7 +337,9 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
             graph,
             limit,
             format,
+            tenant,
         } => {
+            let docket = &tenant.scope(docket)?;
             let statuses = status
                 .iter()
                 .map(|s| {
@@ -313,11 +368,13 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 }
             }
         }
-        RunCommand::Cancel { run_id: id } => {
+        RunCommand::Cancel { run_id: id, tenant } => {
+            let docket = &tenant.scope(docket)?;
             let run = docket.cancel_run(&run_id(&id)?).await?;
             out!("{} {}", run.id, run.status);
         }
-        RunCommand::Retry { run_id: id } => {
+        RunCommand::Retry { run_id: id, tenant } => {
+            let docket = &tenant.scope(docket)?;
             let run = docket.retry_poisoned_run(&run_id(&id)?).await?;
             out!("{} {}", run.id, run.status);
         }
@@ -332,6 +389,7 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
 }
 
 pub async fn events(docket: &Docket, args: EventsArgs) -> CliResult {
+    let docket = &args.tenant.scope(docket)?;
     let events = docket.all_events(&run_id(&args.run_id)?).await?;
     if args.format.json {
         print_json(&serde_json::to_value(&events).unwrap_or(Value::Null));
@@ -376,7 +434,9 @@ pub async fn interrupt(docket: &Docket, cmd: InterruptCommand) -> CliResult {
             run_id: id,
             interrupt_id,
             value,
+            tenant,
         } => {
+            let docket = &tenant.scope(docket)?;
             let value = serde_json::from_str::<Value>(&value).unwrap_or(Value::String(value));
             let run = docket
                 .resolve_interrupt(&run_id(&id)?, &interrupt_id, value)
