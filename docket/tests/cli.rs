@@ -676,3 +676,69 @@ fn run_verify_covers_every_tenant_and_admin_commands_act_as_a_tenant() {
         "{verified}"
     );
 }
+
+#[test]
+fn duplicate_json_keys_are_refused_in_graphs_and_run_input_naming_the_key_and_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = sqlite_url(dir.path(), "dup.db");
+    for (document, key, path) in [
+        (
+            r#"{"schema_version": 1, "id": "A", "id": "B",
+                "nodes": {"a": {"implementation": "std.echo"}},
+                "edges": {"b": {"from": "$start", "to": "a"}, "e": {"from": "a", "to": "$finish"}}}"#,
+            "id",
+            "/id",
+        ),
+        (
+            r#"{"schema_version": 1, "id": "twice",
+                "nodes": {"a": {"implementation": "std.echo"}, "a": {"implementation": "std.fail_times"}},
+                "edges": {"b": {"from": "$start", "to": "a"}, "e": {"from": "a", "to": "$finish"}}}"#,
+            "a",
+            "/nodes/a",
+        ),
+    ] {
+        let file = dir.path().join("dup.json");
+        std::fs::write(&file, document).expect("write graph");
+        let stderr = refused(&[
+            "graph",
+            "publish",
+            file.to_str().expect("path"),
+            "--backend",
+            &url,
+        ]);
+        assert!(stderr.contains("duplicate_key"), "{stderr}");
+        assert!(stderr.contains(&format!("{key:?}")), "{stderr}");
+        assert!(stderr.contains(path), "{stderr}");
+    }
+    let listed = docket(&[
+        "graph",
+        "list",
+        "A",
+        "B",
+        "twice",
+        "--json",
+        "--backend",
+        &url,
+    ]);
+    assert_eq!(text(&listed.stdout).trim(), "[]", "nothing was published");
+
+    let graph = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/approval.json");
+    assert!(docket(&["graph", "publish", graph, "--backend", &url])
+        .status
+        .success());
+    let stderr = refused(&[
+        "run",
+        "start",
+        "approval",
+        "--input",
+        r#"{"amount": 1, "amount": 2}"#,
+        "--backend",
+        &url,
+    ]);
+    assert!(
+        stderr.contains(r#"duplicate key "amount" at /amount"#),
+        "{stderr}"
+    );
+    let listed = docket(&["run", "list", "--json", "--backend", &url]);
+    assert_eq!(text(&listed.stdout).trim(), "[]", "no run was started");
+}

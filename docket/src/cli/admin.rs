@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
+use docket::core::model::{parse_json_strict, JsonError};
 use docket::core::model::{
     EventType, GraphHash, GraphId, GraphRef, GraphVersionQuery, RunId, RunQuery, RunStatus,
     RunSummary, TenantId, MAX_PAGE_LIMIT,
 };
 use docket::examples::EXAMPLES;
-use docket::{Docket, DocketError, Publication, StartOptions};
+use docket::{parse_input, Docket, DocketError, Publication, StartOptions};
 
 use super::{json, verify, CliResult, Format};
 
@@ -281,14 +282,7 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 },
                 None => docket.fetch_latest_graph_ref(&graph_id).await?,
             };
-            let input = match serde_json::from_str::<Value>(&input) {
-                Ok(Value::Object(map)) => map,
-                _ => {
-                    return Err(DocketError::InvalidOptions(
-                        "--input must be a JSON object".into(),
-                    ))
-                }
-            };
+            let input = parse_input(&input)?;
             let options = StartOptions {
                 run_id: explicit.as_deref().map(run_id).transpose()?,
                 ..StartOptions::default()
@@ -437,7 +431,18 @@ pub async fn interrupt(docket: &Docket, cmd: InterruptCommand) -> CliResult {
             tenant,
         } => {
             let docket = &tenant.scope(docket)?;
-            let value = serde_json::from_str::<Value>(&value).unwrap_or(Value::String(value));
+            // JSON if it reads as JSON, else the text itself; a JSON object naming a key twice
+            // is refused rather than read as either.
+            let value = match parse_json_strict(&value) {
+                Ok(json) => json,
+                Err(JsonError::Syntax { .. }) => Value::String(value),
+                Err(error) => {
+                    return Err(DocketError::InvalidJson {
+                        what: "interrupt value",
+                        error,
+                    })
+                }
+            };
             let run = docket
                 .resolve_interrupt(&run_id(&id)?, &interrupt_id, value)
                 .await?;

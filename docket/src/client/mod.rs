@@ -8,6 +8,7 @@
 mod drain;
 mod events;
 mod graphs;
+mod input;
 mod runs;
 
 use std::fmt;
@@ -27,6 +28,7 @@ use crate::engine::{
 use crate::error::DocketError;
 
 pub use graphs::Publication;
+pub use input::parse_input;
 pub use runs::AwaitOptions;
 
 /// How the facade advances runs by itself (spec §7.8).
