@@ -742,3 +742,44 @@ fn duplicate_json_keys_are_refused_in_graphs_and_run_input_naming_the_key_and_pa
     let listed = docket(&["run", "list", "--json", "--backend", &url]);
     assert_eq!(text(&listed.stdout).trim(), "[]", "no run was started");
 }
+
+#[test]
+fn long_values_are_cut_in_error_messages() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = sqlite_url(dir.path(), "long.db");
+    let graph = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/approval.json");
+    assert!(docket(&["graph", "publish", graph, "--backend", &url])
+        .status
+        .success());
+    let started = docket(&[
+        "run",
+        "start",
+        "approval",
+        "--input",
+        r#"{"amount": 3}"#,
+        "--backend",
+        &url,
+    ]);
+    let run_id = text(&started.stdout).trim().to_owned();
+    assert!(started.status.success(), "{}", text(&started.stderr));
+    let long = "x".repeat(100_000);
+    let long_key_input = format!(r#"{{"{long}": 1}}"#);
+    for args in [
+        vec!["run", "start", "approval", "--input", &long_key_input],
+        vec!["interrupt", "resolve", &run_id, &long, "true"],
+        vec!["run", "list", "--status", &long],
+        vec!["run", "show", &long],
+        vec!["graph", "list", &long],
+    ] {
+        let mut all = args.clone();
+        all.extend(["--backend", &url]);
+        let stderr = refused(&all);
+        assert!(
+            stderr.len() < 1_000,
+            "{:?}: {} bytes: {:.300}",
+            &args[..2],
+            stderr.len(),
+            stderr
+        );
+    }
+}

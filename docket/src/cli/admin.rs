@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use docket::core::model::{parse_json_strict, JsonError};
+use docket::core::model::{excerpt, parse_json_strict, JsonError};
 use docket::core::model::{
     EventType, GraphHash, GraphId, GraphRef, GraphVersionQuery, RunId, RunQuery, RunStatus,
     RunSummary, TenantId, MAX_PAGE_LIMIT,
@@ -337,8 +337,9 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
             let statuses = status
                 .iter()
                 .map(|s| {
-                    RunStatus::parse(s)
-                        .ok_or_else(|| DocketError::InvalidOptions(format!("unknown status {s:?}")))
+                    RunStatus::parse(s).ok_or_else(|| {
+                        DocketError::InvalidOptions(format!("unknown status {:?}", excerpt(s)))
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let query = RunQuery {
