@@ -783,3 +783,81 @@ fn long_values_are_cut_in_error_messages() {
         );
     }
 }
+
+#[test]
+fn run_input_comes_from_a_file_or_stdin_and_bad_input_shows_the_parser_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = sqlite_url(dir.path(), "input.db");
+    let graph = dir.path().join("text.json");
+    std::fs::write(
+        &graph,
+        r#"{"schema_version": 1, "id": "text",
+            "inputs": {"text": {"schema": {"type": "string"}}},
+            "nodes": {"a": {"implementation": "std.echo"}},
+            "edges": {"b": {"from": "$start", "to": "a"}, "e": {"from": "a", "to": "$finish"}}}"#,
+    )
+    .expect("write graph");
+    assert!(docket(&[
+        "graph",
+        "publish",
+        graph.to_str().expect("path"),
+        "--backend",
+        &url
+    ])
+    .status
+    .success());
+    // 5 MB: far beyond what a command line carries.
+    let big = "y".repeat(5 * 1024 * 1024);
+    let input = dir.path().join("input.json");
+    std::fs::write(&input, format!(r#"{{"text": "{big}"}}"#)).expect("write input");
+    let from_file = support::cli::docket(&[
+        "run",
+        "start",
+        "text",
+        "--input-file",
+        input.to_str().expect("path"),
+        "--backend",
+        &url,
+    ])
+    .within(Duration::from_secs(60));
+    assert!(from_file.status.success(), "{}", from_file.stderr);
+    let from_stdin =
+        support::cli::docket(&["run", "start", "text", "--input", "-", "--backend", &url])
+            .stdin_from(std::fs::File::open(&input).expect("open input"))
+            .within(Duration::from_secs(60));
+    assert!(from_stdin.status.success(), "{}", from_stdin.stderr);
+    for run_id in [from_file.stdout.trim(), from_stdin.stdout.trim()] {
+        let shown = docket(&["run", "show", run_id, "--json", "--backend", &url]);
+        assert!(
+            text(&shown.stdout).contains(&big),
+            "the whole input was stored"
+        );
+    }
+    let stderr = refused(&[
+        "run",
+        "start",
+        "text",
+        "--input",
+        r#"{"text": }"#,
+        "--backend",
+        &url,
+    ]);
+    assert!(stderr.contains("not valid JSON"), "{stderr}");
+    assert!(stderr.contains("line 1 column"), "{stderr}");
+    let stderr = refused(&["run", "start", "text", "--input", "[1]", "--backend", &url]);
+    assert!(
+        stderr.contains("must be a JSON object, got an array"),
+        "{stderr}"
+    );
+    let missing = dir.path().join("missing.json");
+    let stderr = refused(&[
+        "run",
+        "start",
+        "text",
+        "--input-file",
+        missing.to_str().expect("path"),
+        "--backend",
+        &url,
+    ]);
+    assert!(stderr.contains("cannot read --input-file"), "{stderr}");
+}

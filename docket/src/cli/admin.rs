@@ -1,6 +1,7 @@
 //! `docket graph|run|events|interrupt`: administration over any backend.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
@@ -66,9 +67,12 @@ pub enum RunCommand {
         /// A specific version (default: the newest).
         #[arg(long)]
         hash: Option<String>,
-        /// Run input as a JSON object.
-        #[arg(long, default_value = "{}")]
+        /// Run input as a JSON object; `-` reads it from stdin.
+        #[arg(long, default_value = "{}", conflicts_with = "input_file")]
         input: String,
+        /// Read the run input (a JSON object) from this file.
+        #[arg(long, value_name = "PATH")]
+        input_file: Option<PathBuf>,
         /// The run id (default: generated).
         #[arg(long)]
         run_id: Option<String>,
@@ -149,6 +153,23 @@ pub enum InterruptCommand {
         #[command(flatten)]
         tenant: TenantArg,
     },
+}
+
+/// The run input's text: from `--input-file`, from stdin for `--input -`, else `--input`.
+fn input_text(input: String, file: Option<&Path>) -> Result<String, DocketError> {
+    if let Some(path) = file {
+        return std::fs::read_to_string(path).map_err(|e| {
+            DocketError::InvalidOptions(format!("cannot read --input-file {}: {e}", path.display()))
+        });
+    }
+    if input == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| {
+            DocketError::InvalidOptions(format!("cannot read the input from stdin: {e}"))
+        })?;
+        return Ok(text);
+    }
+    Ok(input)
 }
 
 fn run_id(raw: &str) -> Result<RunId, DocketError> {
@@ -269,10 +290,12 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
             graph_id: id,
             hash,
             input,
+            input_file,
             run_id: explicit,
             tenant,
         } => {
             let docket = &tenant.scope(docket)?;
+            let input = parse_input(&input_text(input, input_file.as_deref())?)?;
             let graph_id = graph_id(&id)?;
             let graph_ref = match hash {
                 Some(h) => GraphRef {
@@ -282,7 +305,6 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 },
                 None => docket.fetch_latest_graph_ref(&graph_id).await?,
             };
-            let input = parse_input(&input)?;
             let options = StartOptions {
                 run_id: explicit.as_deref().map(run_id).transpose()?,
                 ..StartOptions::default()
