@@ -861,3 +861,41 @@ fn run_input_comes_from_a_file_or_stdin_and_bad_input_shows_the_parser_reason() 
     ]);
     assert!(stderr.contains("cannot read --input-file"), "{stderr}");
 }
+
+#[test]
+fn a_sqlite_commit_refused_for_a_full_disk_is_reported_as_not_applied() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).expect("mount point");
+    let db = format!("sqlite://{}/full.db", small.display());
+    let docket_bin = env!("CARGO_BIN_EXE_docket");
+    // A 600 KB disk in a private mount namespace: the demo's runs fill it mid-commit.
+    let script = format!(
+        "mount -t tmpfs -o size=600k tmpfs {small} || exit 90; \
+         {docket_bin} demo --runs 300 --no-workers --backend {db}; echo \"demo-exit=$?\"; \
+         exec {docket_bin} run verify --backend {db}",
+        small = small.display()
+    );
+    let out = Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("unshare runs (a private mount namespace holds the tiny disk)");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_ne!(
+        out.status.code(),
+        Some(90),
+        "cannot mount a tmpfs: {stderr}"
+    );
+    assert!(
+        stdout.contains("demo-exit=1"),
+        "the disk filled up: {stdout}\n{stderr}"
+    );
+    assert!(stderr.contains("DiskFull"), "{stderr}");
+    assert!(
+        !stderr.contains("ambiguous"),
+        "SQLite rolled it back: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stdout.contains(": 0 with violations"), "{stdout}\n{stderr}");
+}
