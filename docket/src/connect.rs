@@ -1,17 +1,21 @@
 //! Backend URLs: `sqlite://path` (default `sqlite://docket.db`), `memory://`,
 //! `postgres://…`, `redis://…`.
 //!
-//! A `redis://` (or `rediss://`) URL may name the key namespace as a query parameter:
-//! `redis://127.0.0.1:6379/0?namespace=prod` (default `docket`); every other part of the URL
-//! goes to the Redis client unchanged.
+//! Each backend documents its query options where it parses them
+//! (`docket_sqlite::parse_url`, `docket_postgres::parse_url`, `docket_redis::RedisConfig::from_url`):
+//! every backend takes `connect_timeout_ms` and `statement_timeout_ms`, range-checks every
+//! number, and refuses an unknown option or one given twice; `memory://` takes none.
+//!
+//! * A `redis://` (or `rediss://`) URL may name the key namespace: `?namespace=prod` (default
+//!   `docket`); the Redis client's own parameters are passed on.
+//! * PostgreSQL URLs are the driver's (`postgres://user@host:port/db?sslmode=…`) plus Docket's
+//!   own parameters, e.g. `schema=NAME` (default `docket`; never a system schema, nor `public`
+//!   without `allow_public_schema=true`), `pool_size=N`, `poll_only=true`; connecting brings
+//!   the schema up to date.
 //!
 //! A URL may carry a password: show one only through [`redact`] (re-exported from
 //! `docket_core::store::url`), which every log line, error and `--json` output of this crate
 //! and of the CLI uses.
-//!
-//! PostgreSQL URLs are the driver's (`postgres://user@host:port/db?sslmode=…`) plus Docket's
-//! own parameters `schema=NAME` (default `docket`), `pool_size=N` and `poll_only=true` (see
-//! `docket_postgres::parse_url`); connecting brings the schema up to date.
 
 use std::sync::Arc;
 
