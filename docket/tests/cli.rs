@@ -222,10 +222,7 @@ fn a_huge_sqlite_busy_timeout_is_refused_with_its_range_instead_of_panicking() {
 /// What values a URL option takes, to derive the values it must refuse.
 #[derive(Clone, Copy, Debug)]
 // Some kinds only occur in the options of backends compiled out of this build.
-#[cfg_attr(
-    not(all(feature = "postgres", feature = "redis")),
-    allow(dead_code)
-)]
+#[cfg_attr(not(all(feature = "postgres", feature = "redis")), allow(dead_code))]
 enum OptionKind {
     /// An integer in `min..=max`.
     Number { min: u64, max: u64 },
