@@ -59,6 +59,10 @@ catalogue! {
         => diagnose(&edited(|d| { d.nodes.insert("$begin".into(), NodeDecl::new("test.noop")); }));
     invalid_document_when_name_is_not_a_string: INVALID_DOCUMENT at "/name", id "g"
         => parse_document(r#"{"schema_version": 1, "id": "g", "name": 5}"#).expect_err("invalid");
+    duplicate_key_when_a_node_id_appears_twice: DUPLICATE_KEY at "/nodes/a", id "a"
+        => parse_document(
+            r#"{"schema_version": 1, "id": "g", "nodes": {"a": {"implementation": "x"}, "a": {"implementation": "y"}}}"#,
+        ).expect_err("duplicate");
     duplicate_state_id_when_input_and_field_share_an_id: DUPLICATE_STATE_ID at "/fields/greeting", id "greeting"
         => diagnose(&edited(|d| { d.inputs.insert("greeting".into(), InputDecl::new(json!({"type": "string"}))); }));
     invalid_policy_for_zero_graph_max_supersteps: INVALID_POLICY at "/policies/max_supersteps"

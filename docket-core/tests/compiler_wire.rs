@@ -160,6 +160,7 @@ fn from_json_gives_typed_errors_for_malformed_text() {
     ] {
         match GraphDocument::from_json(text) {
             Err(DocumentError::Malformed { line, .. }) => assert!(line >= 1, "{text}"),
+            Err(other) => panic!("{text}: {other}"),
             Ok(doc) => panic!("{text} parsed as {doc:?}"),
         }
     }
@@ -307,4 +308,43 @@ fn unknown_endpoints_starting_with_dollar_are_unknown_sources_and_targets() {
         "/edges/f/to",
         Some("f"),
     );
+}
+
+#[test]
+fn a_document_naming_a_key_twice_is_refused_with_the_key_and_its_path() {
+    // serde_json alone keeps the last one: `B`, and one node `a` of two.
+    for (text, key, path) in [
+        (
+            r#"{"schema_version": 1, "id": "A", "id": "B"}"#,
+            "id",
+            "/id",
+        ),
+        (
+            r#"{"schema_version": 1, "id": "g", "nodes": {"a": {"implementation": "std.echo"}, "a": {"implementation": "std.set"}}}"#,
+            "a",
+            "/nodes/a",
+        ),
+        (
+            r#"{"schema_version": 1, "id": "g", "nodes": {"a": {"implementation": "std.echo", "config": {"x": 1, "x": 2}}}}"#,
+            "x",
+            "/nodes/a/config/x",
+        ),
+    ] {
+        assert_eq!(
+            GraphDocument::from_json(text),
+            Err(DocumentError::DuplicateKey {
+                key: key.into(),
+                path: path.into()
+            }),
+            "{text}"
+        );
+        let diagnostics = parse_document(text).expect_err("refused");
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        assert_eq!(diagnostics[0].code, codes::DUPLICATE_KEY);
+        assert_eq!(diagnostics[0].path, path);
+        assert!(
+            diagnostics[0].message.contains(&format!("{key:?}")),
+            "{diagnostics:?}"
+        );
+    }
 }

@@ -16,7 +16,9 @@
 //!
 //! ## Layout
 //!
-//! Every table lives in one schema (default `docket`, any `^[a-z_][a-z0-9_]*$` name), next to
+//! Every table lives in one schema (default `docket`, any `^[a-z_][a-z0-9_]*$` name but
+//! PostgreSQL's own `information_schema` and `pg_*`, and `public` only when allowed: see
+//! [`check_schema_allowed`]), next to
 //! our own migration bookkeeping table `docket_schema_migrations`, so an application's own
 //! migrations (e.g. sqlx's `public._sqlx_migrations`) never clash with ours. Timestamps are
 //! `bigint` microseconds since the Unix epoch (UTC), always from the caller's clock, so one
@@ -25,6 +27,14 @@
 //! in a `bytea` column (not `jsonb`, which rejects `\u0000`); the columns the database filters
 //! on repeat document fields and are checked against it on every read. The row invariants
 //! (`docs/state-machines.md`, “Row invariants”) are `CHECK` constraints.
+//!
+//! ## Timeouts
+//!
+//! Establishing a connection is bounded by `connect_timeout_ms` (default 10 s; libpq's
+//! `connect_timeout` in seconds is accepted too), and the sessions run with
+//! `statement_timeout` (default 30 s, not sent in poll-only mode): a server that accepts and
+//! never answers, or a statement stuck on a lock, is a retryable `Unavailable`, never a hang.
+//! See [`parse_url`] for every URL option.
 //!
 //! ## Isolation
 //!
@@ -105,7 +115,9 @@ pub mod testing;
 pub use error::DriverError;
 pub use migrations::LATEST_VERSION;
 pub use options::{
-    parse_url, validate_schema_name, PostgresOptions, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA,
+    check_schema_allowed, parse_url, validate_schema_name, PostgresOptions,
+    DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA, DEFAULT_STATEMENT_TIMEOUT_MS,
+    DRIVER_PARAMS, MAX_POOL_SIZE, URL_OPTIONS,
 };
 pub use store::PostgresStore;
 pub use wakeups::{listener_application_name, WAKE_CHANNEL};

@@ -1,5 +1,9 @@
 //! Connection options and the `postgres://…?schema=name` URL helper.
 
+use docket_core::model::excerpt;
+use docket_core::store::url::{
+    boolean, join_query, number, split_query, unknown_option, Param, MAX_TIMEOUT_MS,
+};
 use docket_core::store::StoreError;
 
 /// The schema used when none is configured.
@@ -7,6 +11,16 @@ pub const DEFAULT_SCHEMA: &str = "docket";
 
 /// The pool size used when none is configured.
 pub const DEFAULT_POOL_SIZE: u32 = 10;
+
+/// The largest pool size accepted.
+pub const MAX_POOL_SIZE: u32 = 1_000;
+
+/// How long establishing a connection may take when none is configured (10 s).
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
+
+/// The sessions' `statement_timeout` when none is configured (30 s; not sent in poll-only
+/// mode).
+pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 30_000;
 
 /// How [`crate::PostgresStore::connect`] sets itself up.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,11 +34,21 @@ pub struct PostgresOptions {
     pub poll_only: bool,
     /// Run the schema migrations at connect (default `true`).
     pub migrate: bool,
+    /// Allow the `public` schema (default `false`): Docket's tables and function then share
+    /// the schema every role sees by default, which is rarely what an operator meant.
+    pub allow_public_schema: bool,
     /// `lock_timeout` of the store's sessions, in milliseconds (`None`: the server's).
     /// A statement that waits longer for a row lock fails with a retryable `Unavailable`.
     pub lock_timeout_ms: Option<u64>,
-    /// `statement_timeout` of the store's sessions, in milliseconds (`None`: the server's).
+    /// `statement_timeout` of the store's sessions, in milliseconds: a statement running
+    /// longer fails with a retryable `Unavailable`. `None` means
+    /// [`DEFAULT_STATEMENT_TIMEOUT_MS`], except in poll-only mode, where nothing is sent
+    /// (poolers refuse startup parameters; set the timeout on the database role instead).
     pub statement_timeout_ms: Option<u64>,
+    /// How long establishing a connection may take, in milliseconds (the first connection
+    /// at start-up, and every connection the pool opens or waits for). Default
+    /// [`DEFAULT_CONNECT_TIMEOUT_MS`]; past it, a retryable `Unavailable`.
+    pub connect_timeout_ms: u64,
     /// `idle_in_transaction_session_timeout`, in milliseconds (`None`: the server's). Docket
     /// never keeps a transaction open across user work; this guards against paused processes.
     pub idle_in_transaction_timeout_ms: Option<u64>,
@@ -37,8 +61,10 @@ impl Default for PostgresOptions {
             pool_size: DEFAULT_POOL_SIZE,
             poll_only: false,
             migrate: true,
+            allow_public_schema: false,
             lock_timeout_ms: None,
             statement_timeout_ms: None,
+            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             idle_in_transaction_timeout_ms: None,
         }
     }
@@ -62,7 +88,7 @@ impl PostgresOptions {
     pub fn session_settings(&self) -> Vec<(&'static str, String)> {
         [
             ("lock_timeout", self.lock_timeout_ms),
-            ("statement_timeout", self.statement_timeout_ms),
+            ("statement_timeout", self.effective_statement_timeout_ms()),
             (
                 "idle_in_transaction_session_timeout",
                 self.idle_in_transaction_timeout_ms,
@@ -73,14 +99,42 @@ impl PostgresOptions {
         .collect()
     }
 
+    /// The `statement_timeout` sent to the server, if any (see
+    /// [`PostgresOptions::statement_timeout_ms`]).
+    #[must_use]
+    pub fn effective_statement_timeout_ms(&self) -> Option<u64> {
+        match self.statement_timeout_ms {
+            Some(ms) => Some(ms),
+            None if self.poll_only => None,
+            None => Some(DEFAULT_STATEMENT_TIMEOUT_MS),
+        }
+    }
+
     /// Checks the options.
     ///
     /// # Errors
-    /// `InvalidArgument` for a bad schema name or a zero pool size.
+    /// `InvalidArgument` for a bad or reserved schema name (see [`check_schema_allowed`]), a
+    /// pool size outside `1..=1000`, or a connect or statement timeout outside
+    /// `1..=3600000` ms.
     pub fn validate(&self) -> Result<(), StoreError> {
+        for (name, ms) in [
+            ("connect_timeout_ms", Some(self.connect_timeout_ms)),
+            ("statement_timeout_ms", self.statement_timeout_ms),
+        ] {
+            if ms.is_some_and(|ms| !(1..=MAX_TIMEOUT_MS).contains(&ms)) {
+                return Err(StoreError::invalid_argument(format!(
+                    "{name} must be in 1..={MAX_TIMEOUT_MS}, got {}",
+                    ms.unwrap_or_default()
+                )));
+            }
+        }
         validate_schema_name(&self.schema)?;
-        if self.pool_size == 0 {
-            return Err(StoreError::invalid_argument("pool_size must be at least 1"));
+        check_schema_allowed(&self.schema, self.allow_public_schema)?;
+        if self.pool_size == 0 || self.pool_size > MAX_POOL_SIZE {
+            return Err(StoreError::invalid_argument(format!(
+                "pool_size must be in 1..={MAX_POOL_SIZE}, got {}",
+                self.pool_size
+            )));
         }
         Ok(())
     }
@@ -99,21 +153,99 @@ pub fn validate_schema_name(name: &str) -> Result<(), StoreError> {
     let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if !first_ok || !rest_ok {
         return Err(StoreError::invalid_argument(format!(
-            "schema name {name:?} must match ^[a-z_][a-z0-9_]*$"
+            "schema name {:?} must match ^[a-z_][a-z0-9_]*$",
+            excerpt(name)
         )));
     }
     if name.len() > 63 {
         return Err(StoreError::invalid_argument(format!(
-            "schema name {name:?} is longer than 63 bytes"
+            "schema name {:?} is longer than 63 bytes",
+            excerpt(name)
         )));
     }
     Ok(())
 }
 
+/// Docket's own query parameters of a `postgres://` URL (every other one goes to the driver).
+pub const URL_OPTIONS: &[&str] = &[
+    "schema",
+    "pool_size",
+    "poll_only",
+    "allow_public_schema",
+    "connect_timeout_ms",
+    "connect_timeout",
+    "statement_timeout_ms",
+];
+
+/// Refuses the schemas PostgreSQL keeps for itself — `information_schema` and every `pg_*`
+/// name (`pg_catalog`, `pg_toast`, …; PostgreSQL reserves the prefix) — and `public` unless
+/// `allow_public`: Docket creates tables and a function in its schema, and migrating into a
+/// system schema (or, by accident, the shared default one) is never wanted.
+///
+/// # Errors
+/// `InvalidArgument` naming the schema and how to choose another.
+pub fn check_schema_allowed(name: &str, allow_public: bool) -> Result<(), StoreError> {
+    if name == "information_schema" || name.starts_with("pg_") {
+        return Err(StoreError::invalid_argument(format!(
+            "schema {name:?} belongs to PostgreSQL itself; give Docket its own schema \
+             (?schema=NAME, default {DEFAULT_SCHEMA:?})"
+        )));
+    }
+    if name == "public" && !allow_public {
+        return Err(StoreError::invalid_argument(
+            "schema \"public\" is shared by every role by default; give Docket its own schema \
+             (?schema=NAME), or add allow_public_schema=true to use it anyway",
+        ));
+    }
+    Ok(())
+}
+
+/// The query parameters the driver (sqlx) understands, passed to it unchanged; with
+/// `options[NAME]`. Any other parameter is refused: the driver would ignore it with a mere
+/// warning (as it did libpq's `connect_timeout`), leaving the operator to believe it applied.
+pub const DRIVER_PARAMS: &[&str] = &[
+    "sslmode",
+    "ssl-mode",
+    "sslrootcert",
+    "ssl-root-cert",
+    "ssl-ca",
+    "sslcert",
+    "ssl-cert",
+    "sslkey",
+    "ssl-key",
+    "statement-cache-capacity",
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "application_name",
+    "options",
+];
+
+fn is_driver_param(key: &str) -> bool {
+    DRIVER_PARAMS.contains(&key) || (key.starts_with("options[") && key.ends_with(']'))
+}
+
 /// Splits Docket's own query parameters off a connection URL.
 ///
-/// `schema=NAME`, `pool_size=N` and `poll_only=true|false` are removed and returned as
-/// options; every other parameter is kept in the returned URL for the driver.
+/// Docket's parameters ([`URL_OPTIONS`]) are removed and returned as options; the driver's
+/// ([`DRIVER_PARAMS`]) are kept in the returned URL for it, and any other is refused. Every
+/// parameter, Docket's or the driver's, may appear at most once.
+///
+/// | parameter | values | default |
+/// | --- | --- | --- |
+/// | `schema` | `^[a-z_][a-z0-9_]*$`, ≤ 63 bytes | `docket` |
+/// | `pool_size` | `1..=1000` | `10` |
+/// | `poll_only` | `true`/`1` or `false`/`0` | `false` |
+/// | `allow_public_schema` | `true`/`1` or `false`/`0` | `false` |
+/// | `connect_timeout_ms` | `1..=3600000` | `10000` |
+/// | `connect_timeout` | seconds, `1..=3600` (libpq's name; not with `connect_timeout_ms`) | |
+/// | `statement_timeout_ms` | `1..=3600000` | `30000` (none in poll-only mode) |
+///
+/// `schema` may not name a PostgreSQL system schema (`information_schema`, `pg_*`), nor
+/// `public` without `allow_public_schema=true` (see [`check_schema_allowed`]).
 ///
 /// ```
 /// let (url, options) =
@@ -125,8 +257,9 @@ pub fn validate_schema_name(name: &str) -> Result<(), StoreError> {
 /// ```
 ///
 /// # Errors
-/// `InvalidArgument` for a scheme other than `postgres`/`postgresql`, a bad schema name or
-/// an unparsable value.
+/// `InvalidArgument` for a scheme other than `postgres`/`postgresql`, an unknown or repeated
+/// parameter, a bad schema name, or a malformed or out-of-range value (the message names the
+/// range).
 pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(StoreError::invalid_argument(
@@ -134,41 +267,54 @@ pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
         ));
     }
     let mut options = PostgresOptions::default();
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, query),
-        None => (url, ""),
-    };
+    // Every parameter, Docket's and the driver's, at most once: a repeated one is refused
+    // rather than resolved by whichever the parser happens to read last.
+    let (base, params) = split_query("postgres", url)?;
     let mut kept = Vec::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+    let mut connect_timeout_given = false;
+    for Param { key, value, raw } in params {
         match key {
-            "schema" => options.schema = value.to_owned(),
+            "schema" => options.schema = value.unwrap_or_default().to_owned(),
             "pool_size" => {
-                options.pool_size = value.parse().map_err(|_| {
-                    StoreError::invalid_argument(format!("pool_size {value:?} is not a number"))
-                })?;
+                // In range, so it fits a u32.
+                options.pool_size = u32::try_from(number(
+                    "postgres",
+                    key,
+                    value,
+                    1..=u64::from(MAX_POOL_SIZE),
+                )?)
+                .unwrap_or(DEFAULT_POOL_SIZE);
             }
-            "poll_only" => {
-                options.poll_only = match value {
-                    "true" | "1" => true,
-                    "false" | "0" => false,
-                    other => {
-                        return Err(StoreError::invalid_argument(format!(
-                            "poll_only {other:?} is not true or false"
-                        )))
-                    }
+            "poll_only" => options.poll_only = boolean("postgres", key, value)?,
+            "allow_public_schema" => {
+                options.allow_public_schema = boolean("postgres", key, value)?;
+            }
+            "connect_timeout_ms" | "connect_timeout" => {
+                if connect_timeout_given {
+                    return Err(StoreError::invalid_argument(
+                        "give one of connect_timeout (seconds) and connect_timeout_ms",
+                    ));
+                }
+                connect_timeout_given = true;
+                options.connect_timeout_ms = if key == "connect_timeout" {
+                    number("postgres", key, value, 1..=MAX_TIMEOUT_MS / 1_000)? * 1_000
+                } else {
+                    number("postgres", key, value, 1..=MAX_TIMEOUT_MS)?
                 };
             }
-            _ => kept.push(pair),
+            "statement_timeout_ms" => {
+                options.statement_timeout_ms =
+                    Some(number("postgres", key, value, 1..=MAX_TIMEOUT_MS)?);
+            }
+            driver if is_driver_param(driver) => kept.push(raw),
+            unknown => {
+                let known = [URL_OPTIONS, DRIVER_PARAMS, &["options[NAME]"]].concat();
+                return Err(unknown_option("postgres", unknown, &known));
+            }
         }
     }
     options.validate()?;
-    let url = if kept.is_empty() {
-        base.to_owned()
-    } else {
-        format!("{base}?{}", kept.join("&"))
-    };
-    Ok((url, options))
+    Ok((join_query(base, &kept), options))
 }
 
 #[cfg(test)]
@@ -215,6 +361,71 @@ mod tests {
         assert!(parse_url("postgres://h/db?schema=Bad").is_err());
         assert!(parse_url("postgres://h/db?pool_size=x").is_err());
         assert!(parse_url("postgres://h/db?pool_size=0").is_err());
+        for bad in [
+            "postgres://h/db?pool_size=1001",
+            "postgres://h/db?pool_size=4294967296",
+            "postgres://h/db?pool_size=-1",
+            "postgres://h/db?pool_size",
+            "postgres://h/db?poll_only=yes",
+            "postgres://h/db?schema=a&schema=b",
+            "postgres://h/db?pool_size=2&pool_size=3",
+            "postgres://h/db?sslmode=disable&sslmode=require",
+            "postgres://h/db?target_session_attrs=any",
+            "postgres://h/db?schema_name=x",
+        ] {
+            let err = parse_url(bad).expect_err(bad);
+            assert!(
+                matches!(err, StoreError::InvalidArgument { .. }),
+                "{bad}: {err}"
+            );
+        }
+        for reserved in [
+            "information_schema",
+            "pg_catalog",
+            "pg_toast",
+            "pg_x",
+            "public",
+        ] {
+            let url = format!("postgres://h/db?schema={reserved}");
+            let err = parse_url(&url).expect_err(reserved);
+            assert!(matches!(err, StoreError::InvalidArgument { .. }), "{err}");
+            assert!(err.to_string().contains(reserved), "{err}");
+        }
+        let (_, options) =
+            parse_url("postgres://h/db?schema=public&allow_public_schema=true").expect("allowed");
+        assert_eq!(options.schema, "public");
+        assert!(parse_url("postgres://h/db?schema=pg_x&allow_public_schema=true").is_err());
+        assert!(parse_url("postgres://h/db?allow_public_schema=maybe").is_err());
+        let (url, options) =
+            parse_url("postgres://h/db?connect_timeout=3&sslmode=disable&statement_timeout_ms=250")
+                .expect("timeouts");
+        assert_eq!(url, "postgres://h/db?sslmode=disable");
+        assert_eq!(options.connect_timeout_ms, 3_000);
+        assert_eq!(options.effective_statement_timeout_ms(), Some(250));
+        let (_, options) = parse_url("postgres://h/db?connect_timeout_ms=1500").expect("ms");
+        assert_eq!(options.connect_timeout_ms, 1_500);
+        assert_eq!(
+            options.effective_statement_timeout_ms(),
+            Some(DEFAULT_STATEMENT_TIMEOUT_MS)
+        );
+        let (_, options) = parse_url("postgres://h/db?poll_only=true").expect("poll only");
+        assert_eq!(options.effective_statement_timeout_ms(), None);
+        for bad in [
+            "postgres://h/db?connect_timeout=0",
+            "postgres://h/db?connect_timeout=3601",
+            "postgres://h/db?connect_timeout_ms=0",
+            "postgres://h/db?connect_timeout_ms=3600001",
+            "postgres://h/db?connect_timeout=3&connect_timeout_ms=3000",
+            "postgres://h/db?statement_timeout_ms=0",
+            "postgres://h/db?statement_timeout_ms=x",
+        ] {
+            assert!(
+                matches!(parse_url(bad), Err(StoreError::InvalidArgument { .. })),
+                "{bad}"
+            );
+        }
+        let err = parse_url("postgres://h/db?pool_size=5000").expect_err("too large");
+        assert!(err.to_string().contains("1..=1000"), "{err}");
         assert!(parse_url("mysql://h/db").is_err());
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use docket_core::model::Scope;
-use docket_core::store::StoreError;
+use docket_core::store::{Message, StoreError};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::query::Query;
@@ -71,16 +71,16 @@ impl PostgresStore {
             // connections surface as errors (retryable, or ambiguous after a write) and are
             // discarded by the pool's on-release check.
             .test_before_acquire(false)
-            .acquire_timeout(Duration::from_secs(30))
+            // Bounds opening a connection and waiting for a free one alike, so no call waits
+            // forever on a server that accepts and never answers.
+            .acquire_timeout(Duration::from_millis(options.connect_timeout_ms))
             .connect_lazy_with(connect.clone());
         let schema = options.schema.clone();
         {
             // A direct connection, not the pool: the pool retries a refused connection until
             // its acquire timeout (a server restarting), but a wrong address at start-up
             // should fail at once.
-            let mut conn = PgConnection::connect_with(&connect)
-                .await
-                .map_err(error::safe)?;
+            let mut conn = connect_within(&connect, options.connect_timeout_ms).await?;
             let prepared = if options.migrate {
                 migrations::migrate(&mut conn, &schema).await
             } else {
@@ -122,9 +122,7 @@ impl PostgresStore {
         let (url, options) = crate::options::parse_url(url)?;
         let connect = PgConnectOptions::from_str(&url)
             .map_err(|e| StoreError::invalid_argument(format!("connection URL: {e}")))?;
-        let mut conn = PgConnection::connect_with(&connect)
-            .await
-            .map_err(error::safe)?;
+        let mut conn = connect_within(&connect, options.connect_timeout_ms).await?;
         let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", options.schema);
         let dropped = (&mut conn).execute(sql.as_str()).await;
         let _ = conn.close().await;
@@ -158,6 +156,26 @@ impl PostgresStore {
     /// The SQL statements.
     pub(crate) fn sql(&self) -> &Sql {
         &self.inner.sql
+    }
+}
+
+/// One direct connection, given up after `timeout_ms`: sqlx's own connect has no deadline, so
+/// a server that accepts the TCP connection and never answers would hang the caller forever.
+async fn connect_within(
+    connect: &PgConnectOptions,
+    timeout_ms: u64,
+) -> Result<PgConnection, StoreError> {
+    match tokio::time::timeout(
+        Duration::from_millis(timeout_ms),
+        PgConnection::connect_with(connect),
+    )
+    .await
+    {
+        Ok(connected) => connected.map_err(error::safe),
+        Err(_) => Err(StoreError::retryable(Message(format!(
+            "PostgreSQL did not complete the connection within {timeout_ms} ms \
+             (connect_timeout_ms)"
+        )))),
     }
 }
 

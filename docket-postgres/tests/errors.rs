@@ -83,3 +83,84 @@ async fn lock_and_statement_timeouts_are_retryable_and_change_nothing() {
     holder.rollback().await.expect("release the lock");
     assert_eq!(snapshot(&store).await, before);
 }
+
+/// Accepts TCP connections on a local port and never answers (nor closes) them.
+async fn silent_listener() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a local port");
+    let addr = listener.local_addr().expect("local address");
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (addr, task)
+}
+
+#[tokio::test]
+async fn a_server_that_accepts_and_never_answers_fails_the_connect_within_its_timeout() {
+    let (addr, listener) = silent_listener().await;
+    for (param, at_least) in [
+        (
+            "connect_timeout_ms=400",
+            std::time::Duration::from_millis(400),
+        ),
+        ("connect_timeout=1", std::time::Duration::from_secs(1)),
+    ] {
+        let url = format!("postgres://postgres@{addr}/test?{param}");
+        let started = std::time::Instant::now();
+        // The outer deadline only turns a hang into a failure; the store must answer first.
+        let err = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            PostgresStore::connect_url(&url),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{param}: connect still hanging after 30 s"))
+        .expect_err("nothing answers");
+        let elapsed = started.elapsed();
+        assert!(
+            matches!(
+                err,
+                StoreError::Unavailable {
+                    retryable: true,
+                    ..
+                }
+            ),
+            "{param}: {err}"
+        );
+        assert!(err.to_string().contains("connect_timeout_ms"), "{err}");
+        assert!(elapsed >= at_least, "{param}: gave up after {elapsed:?}");
+        assert!(
+            elapsed < at_least + std::time::Duration::from_secs(5),
+            "{param}: {elapsed:?}"
+        );
+    }
+    listener.abort();
+}
+
+#[tokio::test]
+async fn sessions_get_a_statement_timeout_by_default_and_from_the_url() {
+    let schema = testing::fresh_schema_name();
+    let base = format!("{}?schema={schema}", test_url());
+    let plain = PostgresStore::connect_url(&base).await.expect("connect");
+    let shown: String = sqlx::query_scalar("SHOW statement_timeout")
+        .fetch_one(testing::pool(&plain))
+        .await
+        .expect("show");
+    assert_eq!(shown, "30s");
+    let impatient = PostgresStore::connect_url(&format!("{base}&statement_timeout_ms=150"))
+        .await
+        .expect("connect");
+    let err = sqlx::query("SELECT pg_sleep(5)")
+        .execute(testing::pool(&impatient))
+        .await
+        .expect_err("cancelled by the statement timeout");
+    assert_eq!(
+        err.as_database_error().and_then(|e| e.code()).as_deref(),
+        Some("57014"),
+        "{err}"
+    );
+    PostgresStore::drop_schema(&base).await.expect("drop");
+}

@@ -234,3 +234,47 @@ async fn bad_options_and_unreachable_servers_fail_with_typed_errors() {
         .expect("drop");
     let _ = testing::fresh_schema_name();
 }
+
+/// Docket's relations and function in `schema`, as the catalogue lists them.
+async fn docket_objects_in(conn: &mut PgConnection, schema: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = $1
+            AND c.relname IN ('docket_schema_migrations', 'graph_versions', 'runs', 'events')
+         UNION ALL
+         SELECT p.proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+          WHERE n.nspname = $1 AND p.proname = 'raise_event_conflict'
+         ORDER BY 1",
+    )
+    .bind(schema)
+    .fetch_all(conn)
+    .await
+    .expect("catalogue")
+}
+
+#[tokio::test]
+async fn system_schemas_and_public_are_refused_before_anything_is_created() {
+    let mut conn = admin().await;
+    for schema in ["information_schema", "pg_catalog", "pg_toast", "public"] {
+        let before = docket_objects_in(&mut conn, schema).await;
+        let url = format!("{}?schema={schema}", test_url());
+        let err = PostgresStore::connect_url(&url)
+            .await
+            .expect_err("a reserved schema is refused");
+        assert!(
+            matches!(err, StoreError::InvalidArgument { .. }),
+            "{schema}: {err}"
+        );
+        assert!(err.to_string().contains(schema), "{err}");
+        assert_eq!(
+            docket_objects_in(&mut conn, schema).await,
+            before,
+            "{schema}"
+        );
+    }
+    let err =
+        PostgresStore::connect_url(&format!("{}?schema=docket_a&schema=docket_b", test_url()))
+            .await
+            .expect_err("a repeated schema is refused");
+    assert!(err.to_string().contains("more than once"), "{err}");
+}

@@ -3,23 +3,42 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use docket_core::model::excerpt;
+use docket_core::store::url::{
+    join_query, number, redact, split_query, unknown_option, Param, MAX_TIMEOUT_MS,
+};
 use docket_core::store::{Message, StoreError};
 
 use crate::keys::{namespace_is_valid, MAX_NAMESPACE_LEN};
 
-/// How to reach Redis and which namespace to use.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How to reach Redis and which namespace to use. Its `Debug` shows the URL without its
+/// password.
+#[derive(Clone, PartialEq, Eq)]
 pub struct RedisConfig {
     /// A `redis://` (or `rediss://`, `unix://`) URL.
     pub url: String,
     /// The namespace: every key lives under the hash tag `{docket:<namespace>}`.
     /// `[A-Za-z0-9._-]`, at most 128 bytes.
     pub namespace: String,
-    /// How long to wait for a reply. A write whose reply times out is reported as
-    /// [`StoreError::Ambiguous`], so keep this well above the slowest script.
+    /// How long to wait for the reply to one command or script (URL option
+    /// `statement_timeout_ms`, default 10 s). A read that times out is a retryable
+    /// `Unavailable`; a write whose reply times out is [`StoreError::Ambiguous`], so keep this
+    /// well above the slowest script.
     pub response_timeout: Duration,
-    /// How long one connection attempt may take.
+    /// How long establishing a connection may take (URL option `connect_timeout_ms`,
+    /// default 10 s): the first connection at start-up, and each reconnection attempt.
     pub connection_timeout: Duration,
+}
+
+impl std::fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &redact(&self.url))
+            .field("namespace", &self.namespace)
+            .field("response_timeout", &self.response_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .finish()
+    }
 }
 
 /// The namespace of [`RedisConfig::from_url`] when the URL names none.
@@ -28,55 +47,90 @@ pub const DEFAULT_NAMESPACE: &str = "docket";
 /// The URL query parameter that names the namespace in [`RedisConfig::from_url`].
 pub const NAMESPACE_PARAM: &str = "namespace";
 
+/// Docket's own query parameters of a `redis://` URL (every other one goes to the client).
+pub const URL_OPTIONS: &[&str] = &[
+    NAMESPACE_PARAM,
+    "connect_timeout_ms",
+    "statement_timeout_ms",
+];
+
+/// The query parameters the Redis client understands (`protocol`; `db`, `user` and `pass`
+/// of `unix://` URLs), passed to it unchanged. Any other parameter is refused: the client
+/// would silently ignore it.
+pub const CLIENT_PARAMS: &[&str] = &["protocol", "db", "user", "pass"];
+
+/// The default of [`RedisConfig::connection_timeout`], in milliseconds.
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
+
+/// The default of [`RedisConfig::response_timeout`], in milliseconds.
+pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 10_000;
+
 impl RedisConfig {
-    /// Default settings for `url` and `namespace` (10 s replies, 2 s connection attempts).
+    /// Default settings for `url` and `namespace` (10 s replies, 10 s to connect).
     #[must_use]
     pub fn new(url: impl Into<String>, namespace: impl Into<String>) -> Self {
         RedisConfig {
             url: url.into(),
             namespace: namespace.into(),
-            response_timeout: Duration::from_secs(10),
-            connection_timeout: Duration::from_secs(2),
+            response_timeout: Duration::from_millis(DEFAULT_STATEMENT_TIMEOUT_MS),
+            connection_timeout: Duration::from_millis(DEFAULT_CONNECT_TIMEOUT_MS),
         }
     }
 
-    /// Default settings from one URL that may carry the namespace as a query parameter:
-    /// `redis://host:6379/0?namespace=prod` (default [`DEFAULT_NAMESPACE`]). The `namespace`
-    /// parameter is removed from the URL handed to the Redis client; any other parameter is
-    /// kept for it.
+    /// Settings from one URL that may carry Docket's options ([`URL_OPTIONS`]) as query
+    /// parameters, e.g. `redis://host:6379/0?namespace=prod&connect_timeout_ms=3000`. They are
+    /// removed from the URL handed to the Redis client; the client's own ([`CLIENT_PARAMS`])
+    /// are kept for it, and any other is refused. Every parameter may appear at most once.
+    ///
+    /// | option | values | default |
+    /// | --- | --- | --- |
+    /// | `namespace` | 1..=128 characters from `[A-Za-z0-9._-]` | `docket` |
+    /// | `connect_timeout_ms` | `1..=3600000` | `10000` |
+    /// | `statement_timeout_ms` | `1..=3600000` (each command or script reply) | `10000` |
     ///
     /// # Errors
-    /// [`ConnectError::InvalidNamespace`] for an empty, repeated or invalid namespace.
+    /// [`ConnectError::InvalidNamespace`] for an empty or invalid namespace;
+    /// [`ConnectError::InvalidUrl`] for an unknown parameter or one given more than once, or a
+    /// malformed or out-of-range timeout (the message names the range).
     pub fn from_url(url: &str) -> Result<Self, ConnectError> {
-        let (base, query) = match url.split_once('?') {
-            Some((base, query)) => (base, query),
-            None => (url, ""),
+        // Every parameter, Docket's or the client's, at most once.
+        let (base, params) = split_query("redis", url).map_err(|e| match e {
+            StoreError::InvalidArgument { reason } => ConnectError::InvalidUrl(reason),
+            other => ConnectError::Store(other),
+        })?;
+        let timeout = |key: &str, value: Option<&str>| {
+            number("redis", key, value, 1..=MAX_TIMEOUT_MS)
+                .map(Duration::from_millis)
+                .map_err(|e| ConnectError::InvalidUrl(e.to_string()))
         };
         let mut namespace: Option<&str> = None;
         let mut kept: Vec<&str> = Vec::new();
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            match pair.split_once('=') {
-                Some((NAMESPACE_PARAM, value)) => {
-                    if namespace.replace(value).is_some() {
-                        return Err(ConnectError::InvalidNamespace(format!(
-                            "{value} (the URL names a namespace twice)"
-                        )));
-                    }
-                }
-                _ if pair == NAMESPACE_PARAM => {
+        let mut connection_timeout = Duration::from_millis(DEFAULT_CONNECT_TIMEOUT_MS);
+        let mut response_timeout = Duration::from_millis(DEFAULT_STATEMENT_TIMEOUT_MS);
+        for Param { key, value, raw } in params {
+            match (key, value) {
+                (NAMESPACE_PARAM, Some(value)) => namespace = Some(value),
+                (NAMESPACE_PARAM, None) => {
                     return Err(ConnectError::InvalidNamespace(String::new()));
                 }
-                _ => kept.push(pair),
+                ("connect_timeout_ms", value) => connection_timeout = timeout(key, value)?,
+                ("statement_timeout_ms", value) => response_timeout = timeout(key, value)?,
+                (driver, _) if CLIENT_PARAMS.contains(&driver) => kept.push(raw),
+                (unknown, _) => {
+                    let known = [URL_OPTIONS, CLIENT_PARAMS].concat();
+                    return Err(ConnectError::InvalidUrl(
+                        unknown_option("redis", unknown, &known).to_string(),
+                    ));
+                }
             }
         }
         let namespace = namespace.unwrap_or(DEFAULT_NAMESPACE);
         check_namespace(namespace)?;
-        let url = if kept.is_empty() {
-            base.to_owned()
-        } else {
-            format!("{base}?{}", kept.join("&"))
-        };
-        Ok(RedisConfig::new(url, namespace))
+        Ok(RedisConfig {
+            connection_timeout,
+            response_timeout,
+            ..RedisConfig::new(join_query(base, &kept), namespace)
+        })
     }
 }
 
@@ -127,7 +181,9 @@ pub fn check_namespace(namespace: &str) -> Result<(), ConnectError> {
     if namespace_is_valid(namespace) {
         Ok(())
     } else {
-        Err(ConnectError::InvalidNamespace(namespace.to_owned()))
+        Err(ConnectError::InvalidNamespace(
+            excerpt(namespace).into_owned(),
+        ))
     }
 }
 
@@ -199,9 +255,16 @@ mod tests {
             RedisConfig::from_url("redis://127.0.0.1:6379/2?namespace=prod.a-1").expect("valid");
         assert_eq!(c.url, "redis://127.0.0.1:6379/2");
         assert_eq!(c.namespace, "prod.a-1");
-        let c = RedisConfig::from_url("redis://h?protocol=resp3&namespace=n&x=1").expect("valid");
-        assert_eq!(c.url, "redis://h?protocol=resp3&x=1");
+        let c = RedisConfig::from_url("redis://h?protocol=resp3&namespace=n&db=1").expect("valid");
+        assert_eq!(c.url, "redis://h?protocol=resp3&db=1");
         assert_eq!(c.namespace, "n");
+        let c = RedisConfig::from_url(
+            "redis://h?connect_timeout_ms=1500&db=1&statement_timeout_ms=2500",
+        )
+        .expect("valid");
+        assert_eq!(c.url, "redis://h?db=1");
+        assert_eq!(c.connection_timeout, Duration::from_millis(1_500));
+        assert_eq!(c.response_timeout, Duration::from_millis(2_500));
         let c = RedisConfig::from_url("redis://h:1/").expect("valid");
         assert_eq!(
             (c.url.as_str(), c.namespace.as_str()),
@@ -215,7 +278,6 @@ mod tests {
             "redis://h?namespace=",
             "redis://h?namespace",
             "redis://h?namespace=a*b",
-            "redis://h?namespace=a&namespace=b",
             "redis://h?namespace=%7Bx%7D",
         ] {
             assert!(
@@ -223,6 +285,21 @@ mod tests {
                     RedisConfig::from_url(url),
                     Err(ConnectError::InvalidNamespace(_))
                 ),
+                "{url}"
+            );
+        }
+        for url in [
+            "redis://h?namespace=a&namespace=b",
+            "redis://h?protocol=resp3&protocol=resp2",
+            "redis://h?connect_timeout_ms=0",
+            "redis://h?connect_timeout_ms=3600001",
+            "redis://h?statement_timeout_ms=x",
+            "redis://h?statement_timeout_ms",
+            "redis://h?statement_timeout_ms=1&statement_timeout_ms=2",
+            "redis://h?x=1",
+        ] {
+            assert!(
+                matches!(RedisConfig::from_url(url), Err(ConnectError::InvalidUrl(_))),
                 "{url}"
             );
         }

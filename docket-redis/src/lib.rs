@@ -12,9 +12,11 @@
 //! # let _ = store; Ok(()) }
 //! ```
 //!
-//! [`RedisConfig::from_url`] reads the namespace from the URL instead
-//! (`redis://127.0.0.1:6379/0?namespace=prod`, default `docket`); that is how the `docket`
-//! facade and CLI open `redis://` URLs.
+//! [`RedisConfig::from_url`] reads the namespace and the timeouts from the URL instead
+//! (`redis://127.0.0.1:6379/0?namespace=prod&connect_timeout_ms=3000`; see its table of
+//! options); that is how the `docket` facade and CLI open `redis://` URLs. Connecting is
+//! bounded by `connect_timeout_ms` (default 10 s) and every reply by `statement_timeout_ms`
+//! (default 10 s), so a silent server is a retryable `Unavailable`, never a hang.
 //!
 //! ## Scripts
 //!
@@ -124,6 +126,7 @@ mod wakeups;
 
 pub use config::{
     check_eviction_policy, check_namespace, persistence_warnings, ConnectError, RedisConfig,
-    DEFAULT_NAMESPACE, NAMESPACE_PARAM,
+    CLIENT_PARAMS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NAMESPACE, DEFAULT_STATEMENT_TIMEOUT_MS,
+    NAMESPACE_PARAM, URL_OPTIONS,
 };
 pub use store::{RedisStore, MAX_CLAIM_BATCH};

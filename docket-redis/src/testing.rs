@@ -92,7 +92,7 @@ impl RedisHarness {
         StoreError::permanent(Message(format!(
             "the Redis test server {} cannot be used ({error}); start it (`cargo xtask \
              services`) or point {URL_VAR} at one",
-            self.url
+            docket_core::store::url::redact(&self.url)
         )))
     }
 }

@@ -34,18 +34,27 @@ pub(crate) fn sql_error(error: rusqlite::Error) -> StoreError {
     }
 }
 
-/// Maps a failed `COMMIT`. Lock contention means nothing was written (retryable); anything
-/// else may have left a complete transaction in the WAL that recovery would replay, so the
+/// Maps a failed `COMMIT`. Lock contention means nothing was written (retryable). So does a
+/// full disk: `SQLITE_FULL` comes from writing the transaction's frames (or journal), the
+/// commit record is the last of them and never became valid, and SQLite rolls the
+/// transaction back — a retryable `Unavailable` saying so, not an `Ambiguous` that would send
+/// the caller re-reading. Anything else (an fsync error after the commit record was written)
+/// may have left a complete transaction in the WAL that recovery would replay, so the
 /// outcome is unknown.
 pub(crate) fn commit_error(error: rusqlite::Error) -> StoreError {
-    let contention = matches!(
-        &error,
-        rusqlite::Error::SqliteFailure(failure, _)
-            if matches!(failure.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-    );
-    match sql_error(error) {
-        StoreError::Unavailable { source, .. } if !contention => StoreError::Ambiguous { source },
-        mapped => mapped,
+    let code = match &error {
+        rusqlite::Error::SqliteFailure(failure, _) => Some(failure.code),
+        _ => None,
+    };
+    match (code, sql_error(error)) {
+        (Some(ErrorCode::DiskFull), StoreError::Unavailable { source, .. }) => {
+            StoreError::retryable(Message(format!(
+                "the commit was not applied (SQLite rolled it back): {source}"
+            )))
+        }
+        (Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked), mapped) => mapped,
+        (_, StoreError::Unavailable { source, .. }) => StoreError::Ambiguous { source },
+        (_, mapped) => mapped,
     }
 }
 
@@ -63,5 +72,27 @@ pub(crate) trait SqlResult<T> {
 impl<T> SqlResult<T> for rusqlite::Result<T> {
     fn sql(self) -> Result<T, StoreError> {
         self.map_err(sql_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docket_core::store::StoreErrorKind;
+
+    fn failure(code: std::os::raw::c_int) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn a_commit_refused_for_a_full_disk_was_not_applied_but_an_io_error_is_ambiguous() {
+        let full = commit_error(failure(rusqlite::ffi::SQLITE_FULL));
+        assert_eq!(full.kind(), StoreErrorKind::Unavailable, "{full}");
+        assert!(full.is_retryable());
+        assert!(full.to_string().contains("not applied"), "{full}");
+        let busy = commit_error(failure(rusqlite::ffi::SQLITE_BUSY));
+        assert!(busy.is_retryable(), "{busy}");
+        let io = commit_error(failure(rusqlite::ffi::SQLITE_IOERR));
+        assert_eq!(io.kind(), StoreErrorKind::Ambiguous, "{io}");
     }
 }

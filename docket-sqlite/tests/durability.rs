@@ -201,3 +201,29 @@ async fn a_write_lock_held_elsewhere_past_the_busy_timeout_is_retryable_and_chan
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn an_open_waiting_for_the_write_lock_gives_up_at_the_connect_timeout() {
+    let fx = fx().await;
+    let mut other = rusqlite::Connection::open(fx.guard.path()).unwrap();
+    let holder = other
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    // The busy timeout alone would wait a minute for the lock the migration needs.
+    let url = format!(
+        "sqlite://{}?busy_timeout_ms=60000&connect_timeout_ms=300",
+        fx.guard.path().display()
+    );
+    let started = std::time::Instant::now();
+    let error = tokio::time::timeout(Duration::from_secs(30), SqliteStore::connect(&url))
+        .await
+        .expect("the open answers before the outer deadline")
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(error.is_retryable(), "{error:?}");
+    assert_eq!(error.kind(), StoreErrorKind::Unavailable);
+    assert!(error.to_string().contains("connect_timeout_ms"), "{error}");
+    assert!(elapsed >= Duration::from_millis(300), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    drop(holder);
+}

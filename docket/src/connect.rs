@@ -1,28 +1,38 @@
 //! Backend URLs: `sqlite://path` (default `sqlite://docket.db`), `memory://`,
 //! `postgres://…`, `redis://…`.
 //!
-//! A `redis://` (or `rediss://`) URL may name the key namespace as a query parameter:
-//! `redis://127.0.0.1:6379/0?namespace=prod` (default `docket`); every other part of the URL
-//! goes to the Redis client unchanged.
+//! Each backend documents its query options where it parses them
+//! (`docket_sqlite::parse_url`, `docket_postgres::parse_url`, `docket_redis::RedisConfig::from_url`):
+//! every backend takes `connect_timeout_ms` and `statement_timeout_ms`, range-checks every
+//! number, and refuses an unknown option or one given twice; `memory://` takes none.
 //!
-//! PostgreSQL URLs are the driver's (`postgres://user@host:port/db?sslmode=…`) plus Docket's
-//! own parameters `schema=NAME` (default `docket`), `pool_size=N` and `poll_only=true` (see
-//! `docket_postgres::parse_url`); connecting brings the schema up to date.
+//! * A `redis://` (or `rediss://`) URL may name the key namespace: `?namespace=prod` (default
+//!   `docket`); the Redis client's own parameters are passed on.
+//! * PostgreSQL URLs are the driver's (`postgres://user@host:port/db?sslmode=…`) plus Docket's
+//!   own parameters, e.g. `schema=NAME` (default `docket`; never a system schema, nor `public`
+//!   without `allow_public_schema=true`), `pool_size=N`, `poll_only=true`; connecting brings
+//!   the schema up to date.
+//!
+//! A URL may carry a password: show one only through [`redact`] (re-exported from
+//! `docket_core::store::url`), which every log line, error and `--json` output of this crate
+//! and of the CLI uses.
 
 use std::sync::Arc;
 
 use docket_core::memory::MemoryStore;
-use docket_core::store::Backend;
-#[cfg(feature = "redis")]
-use docket_core::store::StoreError;
+use docket_core::model::excerpt;
+use docket_core::store::url::{split_query, unknown_option};
+use docket_core::store::{Backend, StoreError};
 
 use crate::error::DocketError;
+
+pub use docket_core::store::url::redact;
 
 /// The default backend URL of the CLI and of [`crate::Docket::connect`] with no URL.
 pub const DEFAULT_URL: &str = "sqlite://docket.db";
 
-/// A parsed backend URL.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parsed backend URL. Its `Debug` shows the URL [`redact`]ed.
+#[derive(Clone, PartialEq, Eq)]
 pub enum BackendUrl {
     /// `sqlite://PATH[?options]` (the whole URL is kept for the SQLite parser).
     Sqlite(String),
@@ -34,6 +44,18 @@ pub enum BackendUrl {
     Redis(String),
 }
 
+impl std::fmt::Debug for BackendUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = match self {
+            BackendUrl::Sqlite(url) | BackendUrl::Postgres(url) | BackendUrl::Redis(url) => {
+                redact(url)
+            }
+            BackendUrl::Memory => "memory://".to_owned(),
+        };
+        f.debug_tuple(self.scheme()).field(&url).finish()
+    }
+}
+
 impl BackendUrl {
     /// Parses `url` by scheme.
     ///
@@ -43,11 +65,11 @@ impl BackendUrl {
         let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         match scheme.as_deref() {
             Some("sqlite") => Ok(BackendUrl::Sqlite(url.to_owned())),
-            Some("memory") => Ok(BackendUrl::Memory),
+            Some("memory") => memory(url),
             Some("postgres" | "postgresql") => Ok(BackendUrl::Postgres(url.to_owned())),
             Some("redis" | "rediss") => Ok(BackendUrl::Redis(url.to_owned())),
             _ => Err(DocketError::UnsupportedBackend {
-                url: url.to_owned(),
+                url: excerpt(&redact(url)).into_owned(),
                 reason: "expected sqlite://PATH, memory://, postgres://… or redis://…".into(),
             }),
         }
@@ -63,6 +85,23 @@ impl BackendUrl {
             BackendUrl::Redis(_) => "redis",
         }
     }
+}
+
+/// `memory://` takes no path and no option: anything after the scheme is refused rather than
+/// silently ignored.
+fn memory(url: &str) -> Result<BackendUrl, DocketError> {
+    let (base, params) = split_query("memory", url)?;
+    if let Some(param) = params.first() {
+        return Err(unknown_option("memory", param.key, &[]).into());
+    }
+    if base.len() > "memory://".len() {
+        return Err(StoreError::invalid_argument(format!(
+            "a memory:// URL has no path, got {:?}",
+            excerpt(&base["memory://".len()..])
+        ))
+        .into());
+    }
+    Ok(BackendUrl::Memory)
 }
 
 /// Opens the backend named by `url`.

@@ -3,7 +3,7 @@
 
 use docket_core::graph::Diagnostic;
 use docket_core::lifecycle::{LifecycleError, SignalError};
-use docket_core::model::{GraphRef, RunId, RunInfo};
+use docket_core::model::{GraphRef, JsonError, RunId, RunInfo};
 use docket_core::runtime::RuntimeError;
 use docket_core::store::StoreError;
 
@@ -48,6 +48,15 @@ pub enum DocketError {
     /// An argument or option is invalid.
     #[error("invalid options: {0}")]
     InvalidOptions(String),
+    /// JSON text (run input, an interrupt value) was refused: not JSON, or an object naming a
+    /// key twice.
+    #[error("invalid {what}: {error}")]
+    InvalidJson {
+        /// What the text was for, e.g. `"run input"`.
+        what: &'static str,
+        /// Why, with the key and path of a duplicate.
+        error: JsonError,
+    },
     /// `drain_runs` needs a facade built in a testing mode.
     #[error("drain_runs needs a testing mode (manual or inline)")]
     TestingModeRequired,
@@ -63,7 +72,7 @@ pub enum DocketError {
     /// The URL names no backend this build knows.
     #[error("unsupported backend URL {url:?}: {reason}")]
     UnsupportedBackend {
-        /// The URL as given.
+        /// The URL as given, redacted (no password) and cut if long.
         url: String,
         /// Why.
         reason: String,
@@ -105,6 +114,7 @@ impl DocketError {
             DocketError::Poisoned(_) => "poisoned",
             DocketError::Timeout { .. } => "timeout",
             DocketError::InvalidOptions(_) => "invalid_options",
+            DocketError::InvalidJson { .. } => "invalid_json",
             DocketError::TestingModeRequired => "testing_mode_required",
             DocketError::InlineDrainLimitReached(_) => "inline_drain_limit_reached",
             DocketError::Drain(_) => "drain_stopped",

@@ -3,9 +3,15 @@
 //! per moment. Used by `docket run verify`, the crash-recovery check, `docket bench` and the
 //! tests.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
-use docket_core::model::{Event, EventType, Run};
+use docket_core::model::{
+    Event, EventQuery, EventType, OwnerScope, Run, RunId, RunQuery, RunStatus, RunSummary, Scope,
+    MAX_PAGE_LIMIT,
+};
+use docket_core::store::{RunStore, StoreError};
 
 /// Every violation found in `events` (all retained events of `run`, ascending). Empty when
 /// the history is sound. Assumes nothing was pruned.
@@ -83,6 +89,130 @@ impl HistoryCheck {
         }
         problems
     }
+}
+
+/// The verdict on one run of a store-wide verification.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunVerdict {
+    /// The run.
+    pub id: RunId,
+    /// Its owner.
+    pub owner: OwnerScope,
+    /// Its status.
+    pub status: RunStatus,
+    /// Its committed checkpoint seq.
+    pub checkpoint_seq: u64,
+    /// Retained events read.
+    pub events: u64,
+    /// Every violation found (empty when sound).
+    pub problems: Vec<String>,
+}
+
+/// Runs and violations of one owner.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnerTally {
+    /// Runs verified.
+    pub runs: u64,
+    /// Of those, runs with at least one violation.
+    pub violations: u64,
+}
+
+/// The result of [`verify_store`]: every run of every owner.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreVerification {
+    /// One verdict per run, newest first.
+    pub runs: Vec<RunVerdict>,
+    /// Runs and violations per owner: `None` is tenantless, `Some(id)` a tenant.
+    pub per_owner: BTreeMap<Option<String>, OwnerTally>,
+}
+
+impl StoreVerification {
+    /// Runs with at least one violation.
+    #[must_use]
+    pub fn violations(&self) -> usize {
+        self.runs.iter().filter(|r| !r.problems.is_empty()).count()
+    }
+}
+
+/// Checks the history of every run in the store, whatever its owner — verification is system
+/// work, so a tenant's runs are never skipped — and, with `expect_terminal`, that each run is
+/// terminal. Runs are listed page by page and each history is read page by page, so any
+/// store is checked in memory proportional to its number of runs, not events.
+///
+/// # Errors
+/// Store errors (a corrupt record, an unreachable store).
+pub async fn verify_store<S>(
+    store: &S,
+    expect_terminal: bool,
+) -> Result<StoreVerification, StoreError>
+where
+    S: RunStore + ?Sized,
+{
+    let mut out = StoreVerification::default();
+    let mut query = RunQuery {
+        limit: MAX_PAGE_LIMIT,
+        ..RunQuery::default()
+    };
+    loop {
+        let page = store.list_runs(&Scope::System, &query).await?;
+        for summary in &page.runs {
+            let verdict = match verify_run(store, summary, expect_terminal).await {
+                Ok(verdict) => verdict,
+                // Pruned between the listing and the reading: nothing left to verify.
+                Err(StoreError::NotFound) => continue,
+                Err(e) => return Err(e),
+            };
+            let tally = out
+                .per_owner
+                .entry(verdict.owner.tenant_id().map(|t| t.as_str().to_owned()))
+                .or_default();
+            tally.runs += 1;
+            tally.violations += u64::from(!verdict.problems.is_empty());
+            out.runs.push(verdict);
+        }
+        if !page.has_more {
+            return Ok(out);
+        }
+        query.before = page.next_before;
+    }
+}
+
+async fn verify_run<S>(
+    store: &S,
+    summary: &RunSummary,
+    expect_terminal: bool,
+) -> Result<RunVerdict, StoreError>
+where
+    S: RunStore + ?Sized,
+{
+    let id = &summary.id;
+    let run = store.fetch_run(&Scope::System, id).await?;
+    let mut check = HistoryCheck::new();
+    let mut events = EventQuery {
+        after_seq: 0,
+        limit: MAX_PAGE_LIMIT,
+    };
+    loop {
+        let page = store.list_events(&Scope::System, id, &events).await?;
+        check.feed(&page.events);
+        if !page.has_more {
+            break;
+        }
+        events.after_seq = page.next_after_seq;
+    }
+    let read = check.events;
+    let mut problems = check.finish(&run);
+    if expect_terminal && !run.status.is_terminal() {
+        problems.push(format!("status is {}, not terminal", run.status));
+    }
+    Ok(RunVerdict {
+        id: run.id,
+        owner: summary.owner.clone(),
+        status: run.status,
+        checkpoint_seq: run.checkpoint_seq,
+        events: read,
+        problems,
+    })
 }
 
 #[cfg(test)]
@@ -168,5 +298,45 @@ mod tests {
                 .any(|p| p == "the last event is not a checkpoint"),
             "{problems:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn verifying_a_store_covers_every_tenant_and_counts_per_owner() {
+        let store = std::sync::Arc::new(docket_core::memory::MemoryStore::new());
+        let docket = Docket::builder(store.clone(), crate::nodes::registry())
+            .testing(TestingMode::Manual)
+            .build()
+            .expect("valid");
+        let graph = r#"{"schema_version": 1, "id": "one",
+            "nodes": {"a": {"implementation": "std.echo"}},
+            "edges": {"e0": {"from": "$start", "to": "a"}, "e1": {"from": "a", "to": "$finish"}}}"#;
+        let acme = docket.tenant(docket_core::model::TenantId::new("acme").expect("id"));
+        for owner in [&docket, &docket, &acme] {
+            let graph_ref = owner.save_graph_json(graph).await.expect("published");
+            owner
+                .start_run(&graph_ref, Default::default(), StartOptions::default())
+                .await
+                .expect("started");
+        }
+        // Nothing drained: every run is running, so every run breaks `expect_terminal`.
+        let report = verify_store(store.as_ref(), true).await.expect("verified");
+        assert_eq!(report.runs.len(), 3, "the tenant's run is not skipped");
+        assert_eq!(report.violations(), 3);
+        assert_eq!(
+            report.per_owner.get(&None),
+            Some(&OwnerTally {
+                runs: 2,
+                violations: 2
+            })
+        );
+        assert_eq!(
+            report.per_owner.get(&Some("acme".to_owned())),
+            Some(&OwnerTally {
+                runs: 1,
+                violations: 1
+            })
+        );
+        let sound = verify_store(store.as_ref(), false).await.expect("verified");
+        assert_eq!(sound.violations(), 0, "{:?}", sound.runs);
     }
 }

@@ -39,7 +39,9 @@ pub mod examples;
 pub mod history;
 pub mod nodes;
 
-pub use client::{AwaitOptions, Docket, DocketBuilder, StartOptions, TestingMode};
+pub use client::{
+    parse_input, AwaitOptions, Docket, DocketBuilder, Publication, StartOptions, TestingMode,
+};
 pub use connect::{connect_backend, BackendUrl};
 pub use docket_core as core;
 pub use engine::{Engine, Worker, WorkerConfig};

@@ -1,6 +1,7 @@
 //! The `docket` command-line interface: `docket demo` (the main job), `docket worker`, and
 //! administration commands over any backend URL. See `docket --help`.
 
+#[macro_use]
 mod cli;
 
 use std::process::ExitCode;
@@ -15,6 +16,10 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(args.default_log_filter())),
         )
         .with_writer(std::io::stderr)
+        // A log line that cannot be written (stderr on a full disk) is dropped. With internal
+        // error logging on, the subscriber would report it with `eprintln!`, which panics on
+        // the same full stream — inside whichever engine task was logging.
+        .log_internal_errors(false)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -22,15 +27,20 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("docket: cannot start the async runtime: {e}");
+            note!("docket: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli::run(args)) {
+    let code = match runtime.block_on(cli::run(args)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("docket: {e}");
+            note!("docket: {e}");
             ExitCode::FAILURE
         }
+    };
+    if cli::output::stdout_failed() {
+        note!("docket: the output could not be written to stdout");
+        return ExitCode::FAILURE;
     }
+    code
 }

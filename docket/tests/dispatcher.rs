@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 
 use docket::core::model::{RunId, RunStatus};
 use docket::core::store::{ClaimClass, ClaimLease, PoisonedClaim, RunStore};
-use docket::engine::{Jitter, LaunchError, Launcher, Worker, WorkerConfig};
+use docket::engine::{Jitter, LaunchError, Launcher, Worker, WorkerConfig, WorkerFailure};
 
 use support::graphs::{endless, steps};
 use support::scripted::Scripted;
@@ -395,5 +395,108 @@ async fn a_wake_hint_gets_a_new_run_claimed_long_before_the_poll_interval() {
         worker.stats().snapshot().polls >= 2,
         "the hint caused a poll"
     );
+    worker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_dispatcher_that_panics_takes_the_worker_down_with_its_message() {
+    let fx = fx(2);
+    fx.start(&steps(1)).await;
+    // Any panic inside the dispatcher's own task (here an observer hook; in the field, a log
+    // writer) used to leave a worker that polled nothing and held its claims.
+    let mut worker = Worker::builder(fx.docket.engine())
+        .on_lease(|_| panic!("the log line could not be written"))
+        .start();
+    let failure = tokio::time::timeout(LIMIT, worker.failure())
+        .await
+        .expect("the dead dispatcher is reported");
+    assert!(
+        matches!(
+            &failure,
+            WorkerFailure::Panicked { task: "dispatcher", message }
+                if message == "the log line could not be written"
+        ),
+        "{failure:?}"
+    );
+    assert!(
+        failure.to_string().contains("dispatcher task panicked"),
+        "{failure}"
+    );
+    let report = tokio::time::timeout(LIMIT, worker.shutdown())
+        .await
+        .expect("shutting a failed worker down does not hang");
+    assert!(!report.drained);
+}
+
+#[tokio::test]
+async fn a_store_that_refuses_claims_permanently_stops_the_worker_after_a_few_polls() {
+    let fx = VFx::with(
+        WorkerConfig {
+            concurrency: 1,
+            poll_interval_ms: 5,
+            ..WorkerConfig::default()
+        },
+        Parts {
+            jitter: Some(Arc::new(FullInterval)),
+            ..Parts::default()
+        },
+    );
+    fx.start(&steps(1)).await;
+    fx.store.refuse_next_claims_permanently(u32::MAX);
+    let mut worker = Worker::builder(fx.docket.engine())
+        .launcher(Arc::new(Held::default()))
+        .start();
+    let failure = tokio::time::timeout(LIMIT, worker.failure())
+        .await
+        .expect("the worker gives up instead of polling forever");
+    assert!(
+        matches!(&failure, WorkerFailure::Store { attempts: 5, error } if error.is_permanent()),
+        "{failure:?}"
+    );
+    assert!(
+        failure.to_string().contains("injected claim failure"),
+        "{failure}"
+    );
+    assert_eq!(
+        Scripted::count(&fx.store.claims),
+        5,
+        "a bounded number of tries"
+    );
+    worker.shutdown().await;
+}
+
+#[tokio::test]
+async fn transient_claim_failures_back_off_and_never_stop_the_worker() {
+    let fx = VFx::with(
+        WorkerConfig {
+            concurrency: 1,
+            poll_interval_ms: 20,
+            ..WorkerConfig::default()
+        },
+        Parts {
+            jitter: Some(Arc::new(FullInterval)),
+            ..Parts::default()
+        },
+    );
+    fx.start(&steps(1)).await;
+    // More transient failures than the permanent limit: they never stop the worker.
+    fx.store.fail_next_claims(6);
+    let started = std::time::Instant::now();
+    let held = Arc::new(Held::default());
+    let mut worker = Worker::builder(fx.docket.engine())
+        .launcher(held.clone())
+        .start();
+    poll_until(LIMIT, || held.launched() == 1).await;
+    // Timer polls after failures 1..=6 wait 20, 40, 80, 160, 320 and 640 ms.
+    assert!(
+        started.elapsed() >= Duration::from_millis(1_260),
+        "the retries backed off: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        futures::FutureExt::now_or_never(worker.failure()).is_none(),
+        "transient failures are not fatal"
+    );
+    held.gate.add_permits(10);
     worker.shutdown().await;
 }

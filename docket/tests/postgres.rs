@@ -4,6 +4,8 @@
 //! (default `postgres://postgres@127.0.0.1:5432/test`); without one the tests fail.
 #![cfg(feature = "postgres")]
 
+mod support;
+
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
@@ -331,5 +333,66 @@ fn the_demo_and_the_admin_commands_run_on_postgres() {
             .matches("\"id\":")
             .count(),
         4
+    );
+}
+
+/// A local port that accepts TCP connections and never answers them.
+pub fn silent_listener() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let addr = listener.local_addr().expect("local address");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept() {
+            held.push(socket);
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_server_that_never_answers_fails_the_command_at_the_connect_timeout() {
+    let addr = silent_listener();
+    for (query, at_least) in [
+        ("", Duration::from_secs(10)),
+        ("?connect_timeout=1", Duration::from_secs(1)),
+    ] {
+        let url = format!("postgres://postgres@{addr}/test{query}");
+        let out = support::cli::docket(&["run", "list", "--backend", &url])
+            .within(Duration::from_secs(120));
+        assert_eq!(out.status.code(), Some(1), "{url}: {}", out.stderr);
+        assert!(out.stderr.contains("unavailable"), "{}", out.stderr);
+        assert!(out.stderr.contains("connect_timeout_ms"), "{}", out.stderr);
+        assert!(out.elapsed >= at_least, "{url}: {:?}", out.elapsed);
+        assert!(
+            out.elapsed < at_least + Duration::from_secs(10),
+            "{url}: {:?}",
+            out.elapsed
+        );
+    }
+}
+
+#[test]
+fn no_command_prints_the_password_of_a_postgres_url() {
+    // The test server trusts local connections, so any password is accepted.
+    const SECRET: &str = "pg-Secret-7b1f";
+    let schema = Schema::fresh("redact");
+    let with_password = |url: &str| url.replacen("postgres@", &format!("postgres:{SECRET}@"), 1);
+    let url = with_password(&schema.url);
+    assert!(
+        url.contains(SECRET),
+        "the test server URL names user postgres: {url}"
+    );
+    let unreachable = with_password("postgres://postgres@127.0.0.1:1/test?connect_timeout_ms=2000");
+    let printed =
+        support::cli::everything_printed(&url, &format!("{url}&pool_size=0"), &unreachable);
+    assert!(
+        printed.contains(":***@"),
+        "the URL is shown, redacted:\n{printed:.3000}"
+    );
+    let leaks: Vec<&str> = printed.lines().filter(|l| l.contains(SECRET)).collect();
+    assert!(
+        leaks.is_empty(),
+        "the password was printed:\n{}",
+        leaks.join("\n")
     );
 }

@@ -109,3 +109,34 @@ async fn a_default_that_fails_its_own_schema_stores_nothing() {
         .expect("list");
     assert!(versions.versions.is_empty(), "stored: {versions:?}");
 }
+
+#[tokio::test]
+async fn publishing_an_unbounded_cycle_reports_the_compiler_warning() {
+    // The host ceiling bounds runs, not the graph: the warning is still shown to the
+    // publisher, and the stored version is the same as without it.
+    let fx = Fx::manual();
+    let published = fx
+        .docket
+        .publish_graph_json(&support::graphs::endless(None).to_string())
+        .await
+        .expect("a warning does not block publication");
+    let codes_found: Vec<&str> = published.warnings.iter().map(|d| d.code.as_str()).collect();
+    assert!(
+        codes_found.contains(&codes::UNBOUNDED_CYCLE),
+        "{:?}",
+        published.warnings
+    );
+    let bounded = fx
+        .docket
+        .publish_graph_json(&support::graphs::endless(Some(5)).to_string())
+        .await
+        .expect("publish");
+    assert!(
+        bounded
+            .warnings
+            .iter()
+            .all(|d| d.code != codes::UNBOUNDED_CYCLE),
+        "{:?}",
+        bounded.warnings
+    );
+}

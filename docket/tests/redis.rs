@@ -277,3 +277,106 @@ fn the_cli_demo_and_worker_run_on_redis_from_a_fresh_namespace() {
     let verify = cli(&["run", "verify"], &ns.url);
     assert!(verify.contains("0 with violations"), "{verify}");
 }
+
+#[test]
+fn a_server_that_never_answers_fails_the_command_at_the_connect_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let addr = listener.local_addr().expect("local address");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept() {
+            held.push(socket);
+        }
+    });
+    for (query, at_least) in [
+        ("", Duration::from_secs(10)),
+        ("?connect_timeout_ms=700", Duration::from_millis(700)),
+    ] {
+        let url = format!("redis://{addr}{query}");
+        let out = support::cli::docket(&["run", "list", "--backend", &url])
+            .within(Duration::from_secs(120));
+        assert_eq!(out.status.code(), Some(1), "{url}: {}", out.stderr);
+        assert!(out.stderr.contains("unavailable"), "{}", out.stderr);
+        assert!(out.stderr.contains("connect_timeout_ms"), "{}", out.stderr);
+        assert!(out.elapsed >= at_least, "{url}: {:?}", out.elapsed);
+        assert!(
+            out.elapsed < at_least + Duration::from_secs(10),
+            "{url}: {:?}",
+            out.elapsed
+        );
+    }
+}
+
+/// A throwaway ACL user with a password on the test server, deleted on drop.
+struct AclUser {
+    name: String,
+}
+
+impl AclUser {
+    fn create(password: &str) -> AclUser {
+        let name = format!("docket-redact-{}-{}", std::process::id(), unique_suffix());
+        let client = redis::Client::open(server_url()).expect("server url");
+        let mut conn = client
+            .get_connection()
+            .unwrap_or_else(|e| panic!("the Redis test server must be reachable ({URL_VAR}): {e}"));
+        redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg(&name)
+            .arg("on")
+            .arg(format!(">{password}"))
+            .arg("~*")
+            .arg("&*")
+            .arg("+@all")
+            .query::<()>(&mut conn)
+            .expect("ACL SETUSER");
+        AclUser { name }
+    }
+}
+
+impl Drop for AclUser {
+    fn drop(&mut self) {
+        if let Ok(client) = redis::Client::open(server_url()) {
+            if let Ok(mut conn) = client.get_connection() {
+                let _ = redis::cmd("ACL")
+                    .arg("DELUSER")
+                    .arg(&self.name)
+                    .query::<()>(&mut conn);
+            }
+        }
+    }
+}
+
+fn unique_suffix() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+#[test]
+fn no_command_prints_the_password_of_a_redis_url() {
+    const SECRET: &str = "redis-Secret-4c2e";
+    let user = AclUser::create(SECRET);
+    let ns = Namespace::fresh();
+    let (scheme, rest) = ns.url.split_once("://").expect("scheme");
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let url = format!("{scheme}://{}:{SECRET}@{host}", user.name);
+    let unreachable = format!(
+        "redis://{}:{SECRET}@127.0.0.1:1?connect_timeout_ms=2000",
+        user.name
+    );
+    let printed = support::cli::everything_printed(
+        &url,
+        &format!("{url}&connect_timeout_ms=0"),
+        &unreachable,
+    );
+    assert!(
+        printed.contains(":***@"),
+        "the URL is shown, redacted:\n{printed:.3000}"
+    );
+    let leaks: Vec<&str> = printed.lines().filter(|l| l.contains(SECRET)).collect();
+    assert!(
+        leaks.is_empty(),
+        "the password was printed:\n{}",
+        leaks.join("\n")
+    );
+}

@@ -15,7 +15,9 @@ use docket::core::model::{CheckpointType, ClaimToken, Clock, RunId, RunStatus};
 use docket::core::node::NodeRegistry;
 use docket::core::runtime::ParkKind;
 use docket::core::store::StoreError;
-use docket::engine::{DrainOutcome, GraphCompiler, VehicleError, WorkerConfig};
+use docket::engine::{
+    DrainOutcome, GraphCompiler, VehicleError, WorkerConfig, DEFAULT_MAX_SUPERSTEPS,
+};
 
 use support::graphs::{counter_cycle, endless, flaky, steps};
 use support::scripted::{CommitScript, Scripted};
@@ -75,6 +77,29 @@ async fn a_host_max_supersteps_budget_fails_the_run_terminally() {
     assert_eq!(drained.outcome, DrainOutcome::Parked(ParkKind::Terminal));
     let info = fx.info(&run.id).await;
     assert_eq!(info.run.status, RunStatus::Failed);
+    assert_eq!(
+        info.run.failure.expect("failure").code,
+        "max_supersteps_exceeded"
+    );
+}
+
+#[tokio::test]
+async fn a_run_that_never_ends_fails_at_the_default_superstep_ceiling() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&endless(None)).await;
+    // Each drain yields after its budget of moments; the run is due again at once.
+    let mut drains = 0;
+    loop {
+        let drained = fx.claim_and_drain().await;
+        drains += 1;
+        if drained.outcome == DrainOutcome::Parked(ParkKind::Terminal) {
+            break;
+        }
+        assert!(drains < 1_000, "still running after {drains} drains");
+    }
+    let info = fx.info(&run.id).await;
+    assert_eq!(info.run.status, RunStatus::Failed);
+    assert_eq!(info.run.step, DEFAULT_MAX_SUPERSTEPS);
     assert_eq!(
         info.run.failure.expect("failure").code,
         "max_supersteps_exceeded"

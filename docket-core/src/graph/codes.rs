@@ -23,6 +23,9 @@ codes! { ERRORS, "error":
     /// The document itself is malformed (not a map, unknown top-level key, `name` not a
     /// string, ...). Only reachable when reading JSON (see [`super::ingest`]).
     INVALID_DOCUMENT = "invalid_document";
+    /// A JSON object of the document names the same key twice (e.g. two nodes `a`): JSON
+    /// parsers would silently keep one. Only reachable when reading JSON.
+    DUPLICATE_KEY = "duplicate_key";
     /// An id is both an input and a state field.
     DUPLICATE_STATE_ID = "duplicate_state_id";
     /// A graph or node policy is malformed (one diagnostic per policy problem).

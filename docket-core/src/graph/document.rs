@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::ValueMap;
+use crate::model::{parse_json_strict, JsonError, ValueMap};
 
 /// The reserved source endpoint of entry edges.
 pub const START: &str = "$start";
@@ -265,7 +265,16 @@ fn is_false(b: &bool) -> bool {
 
 /// Why a graph document could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DocumentError {
+    /// An object names the same key twice (see [`crate::model::parse_json_strict`]).
+    #[error("duplicate key {key:?} at {path}: a JSON object may name each key once")]
+    DuplicateKey {
+        /// The repeated key.
+        key: String,
+        /// JSON pointer of the repeated member.
+        path: String,
+    },
     /// The bytes are not JSON of the document's shape (unknown key, wrong type, ...).
     #[error("malformed graph document at line {line}, column {column}: {message}")]
     Malformed {
@@ -282,8 +291,14 @@ impl GraphDocument {
     /// Parses the JSON wire format.
     ///
     /// # Errors
+    /// [`DocumentError::DuplicateKey`] for an object naming a key twice;
     /// [`DocumentError::Malformed`] for invalid JSON, unknown keys or wrongly typed members.
     pub fn from_json(text: &str) -> Result<Self, DocumentError> {
+        // Checked first and apart: the typed parse below would keep the last of two equal
+        // map keys, and it alone knows the line and column of a shape error.
+        if let Err(JsonError::DuplicateKey { key, path }) = parse_json_strict(text) {
+            return Err(DocumentError::DuplicateKey { key, path });
+        }
         serde_json::from_str(text).map_err(|e| DocumentError::Malformed {
             message: e.to_string(),
             line: e.line(),

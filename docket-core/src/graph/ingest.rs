@@ -5,6 +5,8 @@
 //! here judge the document piece by piece, so each problem gets its catalogue code and a
 //! JSON-pointer path:
 //!
+//! * `duplicate_key`: an object names the same key twice (two nodes `a`, two `id`s), which a
+//!   JSON parser would resolve silently by keeping the last;
 //! * `invalid_document`: not JSON, not an object, an unknown top-level key, a missing or
 //!   non-string `id`, a non-string `name`/`description`, a collection or `policies`/`metadata`
 //!   that is not an object;
@@ -23,6 +25,7 @@ use super::diagnostic::{pointer, Diagnostic};
 use super::document::{
     EdgeDecl, FieldDecl, GraphDocument, InputDecl, NodeDecl, OutputDecl, SCHEMA_VERSION,
 };
+use crate::model::{parse_json_strict, JsonError};
 
 const TOP_LEVEL: &[&str] = &[
     "schema_version",
@@ -43,12 +46,18 @@ const TOP_LEVEL: &[&str] = &[
 /// # Errors
 /// The diagnostics (all error severity) when the text is not a well-formed document.
 pub fn parse_document(text: &str) -> Result<GraphDocument, Vec<Diagnostic>> {
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        vec![Diagnostic::error(
-            codes::INVALID_DOCUMENT,
-            "",
-            format!("not a JSON document: {e}"),
-        )]
+    let value = parse_json_strict(text).map_err(|e| {
+        vec![match e {
+            JsonError::DuplicateKey { ref key, ref path } => {
+                Diagnostic::error(codes::DUPLICATE_KEY, path.clone(), e.to_string())
+                    .with_id(key.clone())
+            }
+            JsonError::Syntax { reason } => Diagnostic::error(
+                codes::INVALID_DOCUMENT,
+                "",
+                format!("not a JSON document: {reason}"),
+            ),
+        }]
     })?;
     parse_document_value(value)
 }

@@ -9,6 +9,8 @@ pub mod page;
 pub mod run;
 pub mod run_validate;
 pub mod scope;
+pub mod strict_json;
+pub mod text;
 pub mod time;
 pub mod value;
 
@@ -27,5 +29,7 @@ pub use run::{
 };
 pub use run_validate::{validate_durable, InvalidRun, MAX_SEQ};
 pub use scope::{OwnerScope, Scope};
+pub use strict_json::{parse_json_strict, JsonError};
+pub use text::excerpt;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use value::{check_portable, check_portable_map, ValueError, ValueMap};

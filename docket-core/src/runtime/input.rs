@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::error::{ErrorKind, Phase, RuntimeError};
 use crate::graph::{Channel, FieldKind, RuntimeGraph};
-use crate::model::{check_portable, ValueMap};
+use crate::model::{check_portable, excerpt, ValueMap};
 
 /// Validates `input` against the graph's declared inputs.
 ///
@@ -16,7 +16,7 @@ pub fn validate_input(rtg: &RuntimeGraph, input: &ValueMap) -> Result<(), Runtim
     let mut reasons = Vec::new();
     for (key, value) in input {
         if key.starts_with('$') {
-            reasons.push(format!("input key {key:?} is reserved"));
+            reasons.push(format!("input key {:?} is reserved", excerpt(key)));
             continue;
         }
         let declared = rtg.value_channels().find(|(id, _, ch)| {
@@ -30,16 +30,20 @@ pub fn validate_input(rtg: &RuntimeGraph, input: &ValueMap) -> Result<(), Runtim
                 )
         });
         let Some((_, _, Channel::Value { schema, .. })) = declared else {
-            reasons.push(format!("unknown input {key:?}"));
+            reasons.push(format!("unknown input {:?}", excerpt(key)));
             continue;
         };
         if let Err(e) = check_portable(value) {
-            reasons.push(format!("input {key:?} is not portable: {e}"));
+            reasons.push(format!("input {:?} is not portable: {e}", excerpt(key)));
             continue;
         }
         if let Some(schema) = schema {
             if let Err(problems) = schema.validate(value) {
-                reasons.extend(problems.into_iter().map(|p| format!("input {key:?}: {p}")));
+                reasons.extend(
+                    problems
+                        .into_iter()
+                        .map(|p| format!("input {:?}: {p}", excerpt(key))),
+                );
             }
         }
     }

@@ -13,7 +13,7 @@ use super::writes::validate_field_write;
 use crate::graph::runtime_graph::state_channel;
 use crate::graph::{RuntimeGraph, Schema};
 use crate::model::{
-    check_portable, CheckpointType, EventType, InterruptStatus, Run, RunStatus, Timestamp,
+    check_portable, excerpt, CheckpointType, EventType, InterruptStatus, Run, RunStatus, Timestamp,
 };
 
 /// Resolves open interrupt `interrupt_id` of `run` with `value` at `now`.
@@ -53,7 +53,7 @@ pub fn resolve_interrupt(
             return Err(RuntimeError::new(
                 ErrorKind::AlreadyResolved,
                 Phase::Resolve,
-                format!("interrupt {interrupt_id:?} is already resolved"),
+                format!("interrupt {:?} is already resolved", excerpt(interrupt_id)),
             ))
         }
         Some(i) => i,
@@ -61,7 +61,7 @@ pub fn resolve_interrupt(
             return Err(RuntimeError::new(
                 ErrorKind::NotFound,
                 Phase::Resolve,
-                format!("interrupt {interrupt_id:?} does not exist"),
+                format!("interrupt {:?} does not exist", excerpt(interrupt_id)),
             ))
         }
     };

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::graph::runtime_graph::{input_channel, state_channel};
 use crate::graph::{Channel, FieldKind, RuntimeGraph, Schema};
 use crate::model::ids::check_id;
-use crate::model::{check_portable, check_portable_map, Interrupt, Run, ValueMap};
+use crate::model::{check_portable, check_portable_map, excerpt, Interrupt, Run, ValueMap};
 
 /// Checks an update: portable, only declared state fields, each value valid under its
 /// reducer's write schema.
@@ -32,13 +32,20 @@ pub fn validate_update(rtg: &RuntimeGraph, update: &ValueMap) -> Result<(), Vec<
                 ..
             }) => {
                 if let Err(problems) = reducer.validate_write(schema.as_ref(), value) {
-                    reasons.extend(problems.into_iter().map(|p| format!("field {key:?}: {p}")));
+                    reasons.extend(
+                        problems
+                            .into_iter()
+                            .map(|p| format!("field {:?}: {p}", excerpt(key))),
+                    );
                 }
             }
             _ if rtg.channels.contains_key(&input_channel(key)) => {
-                reasons.push(format!("field {key:?} is a run input and read-only"));
+                reasons.push(format!(
+                    "field {:?} is a run input and read-only",
+                    excerpt(key)
+                ));
             }
-            _ => reasons.push(format!("unknown field {key:?}")),
+            _ => reasons.push(format!("unknown field {:?}", excerpt(key))),
         }
     }
     if reasons.is_empty() {
@@ -109,7 +116,7 @@ pub fn validate_interrupt(
         if let Err(e) = check_id("interrupt id", id) {
             reasons.push(e.to_string());
         } else if run.interrupts.contains_key(id) || taken.contains(id) {
-            reasons.push(format!("interrupt id {id:?} already exists"));
+            reasons.push(format!("interrupt id {:?} already exists", excerpt(id)));
         }
     }
     if reasons.is_empty() {

@@ -149,6 +149,25 @@ impl StoreError {
         )
     }
 
+    /// Whether the backend refused the operation for a reason retrying will not fix — a
+    /// read-only database, missing privileges, a server setting Docket cannot work with — as
+    /// opposed to a transient outage ([`StoreError::is_retryable`]) or a refusal about this
+    /// one call's arguments or data.
+    ///
+    /// Backends only map their native errors onto `Unavailable { retryable }`; the engine
+    /// decides what a permanent failure means (a worker whose claim polls keep failing this
+    /// way stops with an error instead of retrying forever).
+    #[must_use]
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Unavailable {
+                retryable: false,
+                ..
+            }
+        )
+    }
+
     /// An invalid-transition error.
     pub fn invalid_transition(reason: impl Into<String>) -> Self {
         StoreError::InvalidTransition {

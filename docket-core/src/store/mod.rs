@@ -8,6 +8,7 @@ pub mod prune;
 pub mod rules;
 pub mod schedule;
 pub mod traits;
+pub mod url;
 
 pub use claim::{
     AbandonBackoff, AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease,

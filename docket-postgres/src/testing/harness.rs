@@ -145,7 +145,7 @@ impl PostgresHarness {
         let message = Message(format!(
             "the PostgreSQL test server at {} is not usable ({error}); start it or point \
              DOCKET_TEST_POSTGRES_URL at one (tests fail rather than skip without it)",
-            self.url
+            docket_core::store::url::redact(&self.url)
         ));
         if retryable {
             StoreError::retryable(message)

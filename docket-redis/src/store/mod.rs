@@ -15,7 +15,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use docket_core::model::Scope;
-use docket_core::store::StoreError;
+use docket_core::store::{Message, StoreError};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, ErrorKind, FromRedisValue, ServerErrorKind};
 use serde_json::{Map, Value};
@@ -76,9 +76,26 @@ impl RedisStore {
             .set_response_timeout(Some(config.response_timeout))
             .set_connection_timeout(Some(config.connection_timeout))
             .set_number_of_retries(3);
-        let conn = ConnectionManager::new_with_config(client.clone(), manager_config)
-            .await
-            .map_err(|e| ConnectError::Store(map_redis_error(&e, Access::Read)))?;
+        // The manager retries a failed attempt; the whole first connection is bounded by the
+        // connect timeout too, so a server that accepts and never answers cannot hang us.
+        let conn = match tokio::time::timeout(
+            config.connection_timeout,
+            ConnectionManager::new_with_config(client.clone(), manager_config),
+        )
+        .await
+        {
+            Ok(connected) => {
+                connected.map_err(|e| ConnectError::Store(map_redis_error(&e, Access::Read)))?
+            }
+            Err(_) => {
+                return Err(ConnectError::Store(StoreError::retryable(Message(
+                    format!(
+                        "Redis did not complete the connection within {} ms (connect_timeout_ms)",
+                        config.connection_timeout.as_millis()
+                    ),
+                ))))
+            }
+        };
         let store = RedisStore {
             inner: Arc::new(Inner {
                 client,

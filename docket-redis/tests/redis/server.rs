@@ -286,3 +286,113 @@ async fn a_reply_lost_after_a_write_was_sent_is_ambiguous() {
     .expect("reconnects");
     assert_eq!(again, run);
 }
+
+/// The `host:port` of the test server.
+fn upstream_host() -> String {
+    let upstream = test_url();
+    upstream
+        .split_once("://")
+        .map(|(_, rest)| rest.rsplit_once('@').map_or(rest, |(_, h)| h))
+        .expect("url")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_server_that_accepts_and_never_answers_fails_the_connect_within_its_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let config = RedisConfig::from_url(&format!(
+        "redis://{addr}?namespace={}&connect_timeout_ms=400",
+        fresh_namespace()
+    ))
+    .expect("valid url");
+    let started = std::time::Instant::now();
+    let err = tokio::time::timeout(Duration::from_secs(30), RedisStore::connect(config))
+        .await
+        .expect("connect answers before the outer deadline")
+        .expect_err("nothing answers");
+    let elapsed = started.elapsed();
+    let ConnectError::Store(err) = err else {
+        panic!("expected a store error, got {err}");
+    };
+    assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+    assert!(err.is_retryable());
+    assert!(err.to_string().contains("connect_timeout_ms"), "{err}");
+    assert!(elapsed >= Duration::from_millis(400), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    silent.abort();
+}
+
+/// A TCP proxy that relays both ways until `stalled` is set, then swallows every reply.
+async fn stalling_proxy(upstream: String, stalled: Arc<AtomicBool>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let upstream = upstream.clone();
+            let stalled = stalled.clone();
+            tokio::spawn(async move {
+                let Ok(mut server) = TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                let (mut cbuf, mut sbuf) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+                loop {
+                    tokio::select! {
+                        n = client.read(&mut cbuf) => {
+                            let Ok(n) = n else { return };
+                            if n == 0 || server.write_all(&cbuf[..n]).await.is_err() { return; }
+                        }
+                        n = server.read(&mut sbuf) => {
+                            let Ok(n) = n else { return };
+                            if n == 0 { return; }
+                            if !stalled.load(Ordering::SeqCst)
+                                && client.write_all(&sbuf[..n]).await.is_err()
+                            {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    format!("redis://{addr}")
+}
+
+#[tokio::test]
+async fn a_reply_that_never_comes_fails_the_call_after_the_statement_timeout() {
+    let fx = open().await;
+    let stalled = Arc::new(AtomicBool::new(false));
+    let proxy = stalling_proxy(upstream_host(), stalled.clone()).await;
+    let config = RedisConfig::from_url(&format!(
+        "{proxy}?namespace={}&statement_timeout_ms=300",
+        fx.store.namespace()
+    ))
+    .expect("valid url");
+    let proxied = RedisStore::connect(config)
+        .await
+        .expect("connect through the proxy");
+    let owner = OwnerScope::Tenantless;
+    start_simple(&fx.store, &owner, "r1").await;
+    stalled.store(true, Ordering::SeqCst);
+    let started = std::time::Instant::now();
+    let err = tokio::time::timeout(
+        Duration::from_secs(30),
+        proxied.fetch_run(&Scope::System, &rid("r1")),
+    )
+    .await
+    .expect("the read answers before the outer deadline")
+    .expect_err("no reply comes");
+    let elapsed = started.elapsed();
+    assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
+    assert!(err.is_retryable(), "a read that timed out can be retried");
+    assert!(elapsed >= Duration::from_millis(300), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+}

@@ -17,7 +17,8 @@ use crate::error::{commit_error, SqlResult};
 /// Runs `f` inside `BEGIN IMMEDIATE … COMMIT`: the write lock is taken before the first read, so
 /// a concurrent writer in another process can never invalidate what `f` read
 /// (no `SQLITE_BUSY_SNAPSHOT`). Any error before `COMMIT` rolls everything back; a failing
-/// `COMMIT` itself (e.g. an fsync error) may leave the frames in the WAL and is `Ambiguous`.
+/// `COMMIT` itself is mapped by `commit_error`: contention and a full disk wrote nothing, an
+/// I/O error (e.g. fsync) may leave the frames in the WAL and is `Ambiguous`.
 pub(crate) fn immediate<T>(
     conn: &mut Connection,
     f: impl FnOnce(&Connection) -> Result<T, StoreError>,

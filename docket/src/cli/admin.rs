@@ -1,19 +1,42 @@
 //! `docket graph|run|events|interrupt`: administration over any backend.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
+use docket::core::model::{excerpt, parse_json_strict, JsonError};
 use docket::core::model::{
     EventType, GraphHash, GraphId, GraphRef, GraphVersionQuery, RunId, RunQuery, RunStatus,
-    RunSummary, MAX_PAGE_LIMIT,
+    RunSummary, TenantId, MAX_PAGE_LIMIT,
 };
 use docket::examples::EXAMPLES;
-use docket::{Docket, DocketError, StartOptions};
+use docket::{parse_input, Docket, DocketError, Publication, StartOptions};
 
 use super::{json, verify, CliResult, Format};
+
+/// The owner a command acts as.
+#[derive(Debug, Args, Clone, Default)]
+pub struct TenantArg {
+    /// Act as this tenant (default: tenantless): graphs and runs of other owners are
+    /// invisible, and new ones belong to this tenant.
+    #[arg(long)]
+    tenant: Option<String>,
+}
+
+impl TenantArg {
+    /// `docket` scoped to the tenant, if one is named.
+    fn scope(&self, docket: &Docket) -> Result<Docket, DocketError> {
+        match &self.tenant {
+            None => Ok(docket.clone()),
+            Some(raw) => TenantId::new(raw.as_str())
+                .map(|tenant| docket.tenant(tenant))
+                .map_err(|e| DocketError::InvalidOptions(format!("--tenant: {e}"))),
+        }
+    }
+}
 
 #[derive(Debug, Subcommand)]
 pub enum GraphCommand {
@@ -21,6 +44,8 @@ pub enum GraphCommand {
     Publish {
         /// The JSON file.
         file: PathBuf,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
     /// List versions of graphs (default: the bundled example ids and every id with runs).
     List {
@@ -28,6 +53,8 @@ pub enum GraphCommand {
         ids: Vec<String>,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
 }
 
@@ -40,12 +67,17 @@ pub enum RunCommand {
         /// A specific version (default: the newest).
         #[arg(long)]
         hash: Option<String>,
-        /// Run input as a JSON object.
-        #[arg(long, default_value = "{}")]
+        /// Run input as a JSON object; `-` reads it from stdin.
+        #[arg(long, default_value = "{}", conflicts_with = "input_file")]
         input: String,
+        /// Read the run input (a JSON object) from this file.
+        #[arg(long, value_name = "PATH")]
+        input_file: Option<PathBuf>,
         /// The run id (default: generated).
         #[arg(long)]
         run_id: Option<String>,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
     /// Show a run with its operational state and open interrupts.
     Show {
@@ -53,6 +85,8 @@ pub enum RunCommand {
         run_id: String,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
     /// List runs, newest first.
     List {
@@ -67,19 +101,26 @@ pub enum RunCommand {
         limit: usize,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
     /// Cancel a running or waiting run.
     Cancel {
         /// The run id.
         run_id: String,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
     /// Recover a poisoned run.
     Retry {
         /// The run id.
         run_id: String,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
-    /// Check every run's history: checkpoint seqs 1..n exactly once, event seqs contiguous;
-    /// exits 1 on any violation.
+    /// Check the history of every run of every owner (tenants included): checkpoint seqs
+    /// 1..n exactly once, event seqs contiguous; prints the counts per owner and exits 1 on
+    /// any violation.
     Verify {
         /// Also require every run to be terminal.
         #[arg(long)]
@@ -95,6 +136,8 @@ pub struct EventsArgs {
     run_id: String,
     #[command(flatten)]
     format: Format,
+    #[command(flatten)]
+    tenant: TenantArg,
 }
 
 #[derive(Debug, Subcommand)]
@@ -107,7 +150,26 @@ pub enum InterruptCommand {
         interrupt_id: String,
         /// The value, e.g. `true`, `42`, `{"ok": true}` or `text`.
         value: String,
+        #[command(flatten)]
+        tenant: TenantArg,
     },
+}
+
+/// The run input's text: from `--input-file`, from stdin for `--input -`, else `--input`.
+fn input_text(input: String, file: Option<&Path>) -> Result<String, DocketError> {
+    if let Some(path) = file {
+        return std::fs::read_to_string(path).map_err(|e| {
+            DocketError::InvalidOptions(format!("cannot read --input-file {}: {e}", path.display()))
+        });
+    }
+    if input == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| {
+            DocketError::InvalidOptions(format!("cannot read the input from stdin: {e}"))
+        })?;
+        return Ok(text);
+    }
+    Ok(input)
 }
 
 fn run_id(raw: &str) -> Result<RunId, DocketError> {
@@ -119,7 +181,7 @@ fn graph_id(raw: &str) -> Result<GraphId, DocketError> {
 }
 
 fn print_json(value: &Value) {
-    println!(
+    out!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     );
@@ -127,14 +189,22 @@ fn print_json(value: &Value) {
 
 pub async fn graph(docket: &Docket, cmd: GraphCommand) -> CliResult {
     match cmd {
-        GraphCommand::Publish { file } => {
+        GraphCommand::Publish { file, tenant } => {
+            let docket = &tenant.scope(docket)?;
             let text = std::fs::read_to_string(&file).map_err(|e| {
                 DocketError::InvalidOptions(format!("cannot read {}: {e}", file.display()))
             })?;
-            let graph_ref = docket.save_graph_json(&text).await?;
-            println!("{}@{}", graph_ref.graph_id, graph_ref.graph_hash);
+            let published = docket.publish_graph_json(&text).await?;
+            print_warnings(&published);
+            let graph_ref = &published.graph_ref;
+            out!("{}@{}", graph_ref.graph_id, graph_ref.graph_hash);
         }
-        GraphCommand::List { ids, format } => {
+        GraphCommand::List {
+            ids,
+            format,
+            tenant,
+        } => {
+            let docket = &tenant.scope(docket)?;
             let ids = if ids.is_empty() {
                 default_graph_ids(docket).await?
             } else {
@@ -163,7 +233,7 @@ pub async fn graph(docket: &Docket, cmd: GraphCommand) -> CliResult {
                 print_json(&Value::Array(rows));
             } else {
                 for r in rows {
-                    println!(
+                    out!(
                         "{}@{}  {}",
                         r["graph_id"].as_str().unwrap_or(""),
                         r["graph_hash"].as_str().unwrap_or(""),
@@ -174,6 +244,13 @@ pub async fn graph(docket: &Docket, cmd: GraphCommand) -> CliResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Shows the compiler's warnings about a published graph on stderr (stdout keeps the address).
+pub fn print_warnings(published: &Publication) {
+    for warning in &published.warnings {
+        note!("docket: {}: {warning}", published.graph_ref.graph_id);
+    }
 }
 
 /// The bundled example ids plus every graph id some run uses (the stores have no "list graph
@@ -213,8 +290,12 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
             graph_id: id,
             hash,
             input,
+            input_file,
             run_id: explicit,
+            tenant,
         } => {
+            let docket = &tenant.scope(docket)?;
+            let input = parse_input(&input_text(input, input_file.as_deref())?)?;
             let graph_id = graph_id(&id)?;
             let graph_ref = match hash {
                 Some(h) => GraphRef {
@@ -224,48 +305,46 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 },
                 None => docket.fetch_latest_graph_ref(&graph_id).await?,
             };
-            let input = match serde_json::from_str::<Value>(&input) {
-                Ok(Value::Object(map)) => map,
-                _ => {
-                    return Err(DocketError::InvalidOptions(
-                        "--input must be a JSON object".into(),
-                    ))
-                }
-            };
             let options = StartOptions {
                 run_id: explicit.as_deref().map(run_id).transpose()?,
                 ..StartOptions::default()
             };
             let run = docket.start_run(&graph_ref, input, options).await?;
-            println!("{}", run.id);
+            out!("{}", run.id);
         }
-        RunCommand::Show { run_id: id, format } => {
+        RunCommand::Show {
+            run_id: id,
+            format,
+            tenant,
+        } => {
+            let docket = &tenant.scope(docket)?;
             let info = docket.inspect_run(&run_id(&id)?).await?;
             if format.json {
                 print_json(&json::run_info(&info));
             } else {
                 let run = &info.run;
-                println!("run        {}", run.id);
-                println!("graph      {}@{}", run.graph_id, run.graph_hash);
-                println!("status     {}", run.status);
-                println!("step       {}", run.step);
-                println!("checkpoint {}", run.checkpoint_seq);
-                println!(
+                out!("run        {}", run.id);
+                out!("graph      {}@{}", run.graph_id, run.graph_hash);
+                out!("status     {}", run.status);
+                out!("step       {}", run.step);
+                out!("checkpoint {}", run.checkpoint_seq);
+                out!(
                     "claim      attempts {}, abandons {}",
-                    info.claim_attempts, info.claim_abandons
+                    info.claim_attempts,
+                    info.claim_abandons
                 );
                 if let Some(p) = info.poison {
-                    println!("poisoned   {} ({})", p.poisoned_at, p.reason.as_str());
+                    out!("poisoned   {} ({})", p.poisoned_at, p.reason.as_str());
                 }
                 let open = json::open_interrupts(&info);
                 if !open.is_empty() {
-                    println!("waiting on {}", open.join(", "));
+                    out!("waiting on {}", open.join(", "));
                 }
                 if let Some(output) = &run.output {
-                    println!("output     {}", Value::Object(output.clone()));
+                    out!("output     {}", Value::Object(output.clone()));
                 }
                 if let Some(failure) = &run.failure {
-                    println!("failure    {}: {}", failure.code, failure.message);
+                    out!("failure    {}: {}", failure.code, failure.message);
                 }
             }
         }
@@ -274,12 +353,15 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
             graph,
             limit,
             format,
+            tenant,
         } => {
+            let docket = &tenant.scope(docket)?;
             let statuses = status
                 .iter()
                 .map(|s| {
-                    RunStatus::parse(s)
-                        .ok_or_else(|| DocketError::InvalidOptions(format!("unknown status {s:?}")))
+                    RunStatus::parse(s).ok_or_else(|| {
+                        DocketError::InvalidOptions(format!("unknown status {:?}", excerpt(s)))
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let query = RunQuery {
@@ -292,7 +374,7 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 print_json(&Value::Array(runs.iter().map(json::summary).collect()));
             } else {
                 for s in runs {
-                    println!(
+                    out!(
                         "{}  {:<9}  {}  step {}  seq {}",
                         s.id,
                         s.status.as_str(),
@@ -303,13 +385,15 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 }
             }
         }
-        RunCommand::Cancel { run_id: id } => {
+        RunCommand::Cancel { run_id: id, tenant } => {
+            let docket = &tenant.scope(docket)?;
             let run = docket.cancel_run(&run_id(&id)?).await?;
-            println!("{} {}", run.id, run.status);
+            out!("{} {}", run.id, run.status);
         }
-        RunCommand::Retry { run_id: id } => {
+        RunCommand::Retry { run_id: id, tenant } => {
+            let docket = &tenant.scope(docket)?;
             let run = docket.retry_poisoned_run(&run_id(&id)?).await?;
-            println!("{} {}", run.id, run.status);
+            out!("{} {}", run.id, run.status);
         }
         RunCommand::Verify {
             expect_terminal,
@@ -322,6 +406,7 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
 }
 
 pub async fn events(docket: &Docket, args: EventsArgs) -> CliResult {
+    let docket = &args.tenant.scope(docket)?;
     let events = docket.all_events(&run_id(&args.run_id)?).await?;
     if args.format.json {
         print_json(&serde_json::to_value(&events).unwrap_or(Value::Null));
@@ -349,7 +434,7 @@ pub async fn events(docket: &Docket, args: EventsArgs) -> CliResult {
                     .collect::<Vec<_>>()
                     .join(" "),
             };
-            println!(
+            out!(
                 "{:>4}  step {:<3} {:<22} {detail}",
                 e.seq,
                 e.step,
@@ -366,12 +451,25 @@ pub async fn interrupt(docket: &Docket, cmd: InterruptCommand) -> CliResult {
             run_id: id,
             interrupt_id,
             value,
+            tenant,
         } => {
-            let value = serde_json::from_str::<Value>(&value).unwrap_or(Value::String(value));
+            let docket = &tenant.scope(docket)?;
+            // JSON if it reads as JSON, else the text itself; a JSON object naming a key twice
+            // is refused rather than read as either.
+            let value = match parse_json_strict(&value) {
+                Ok(json) => json,
+                Err(JsonError::Syntax { .. }) => Value::String(value),
+                Err(error) => {
+                    return Err(DocketError::InvalidJson {
+                        what: "interrupt value",
+                        error,
+                    })
+                }
+            };
             let run = docket
                 .resolve_interrupt(&run_id(&id)?, &interrupt_id, value)
                 .await?;
-            println!("{} {}", run.id, run.status);
+            out!("{} {}", run.id, run.status);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use docket::bench::{self, BenchOptions, BenchReport, ChartText};
+use docket::connect::redact;
 use docket::DocketError;
 
 use super::CliResult;
@@ -76,8 +77,9 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
         )
     })?;
     let options = args.options()?;
-    eprintln!(
-        "docket bench: {url}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}",
+    note!(
+        "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}",
+        redact(url),
         options.concurrency,
         options.duration.as_secs_f64(),
         options.warmup.as_secs_f64(),
@@ -86,8 +88,11 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
     let report = match bench::run(url, &options).await {
         Ok(report) => report,
         Err(e) => {
-            eprintln!("docket bench: {e}");
-            eprintln!("docket bench: the store at {url} is left as it is, for inspection");
+            note!("docket bench: {e}");
+            note!(
+                "docket bench: the store at {} is left as it is, for inspection",
+                redact(url)
+            );
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -96,28 +101,28 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
         std::fs::write(path, report.json_lines()).map_err(|e| {
             DocketError::InvalidOptions(format!("cannot write {}: {e}", path.display()))
         })?;
-        println!("JSON lines: {}", path.display());
+        out!("JSON lines: {}", path.display());
     }
     if let Some(path) = &args.chart {
         match bench::render_chart(&report, path) {
-            Ok(ChartText::Labelled) => println!("chart: {}", path.display()),
+            Ok(ChartText::Labelled) => out!("chart: {}", path.display()),
             Ok(ChartText::Unlabelled { legend }) => {
-                println!(
+                out!(
                     "chart: {} (no font found: bars only; set DOCKET_BENCH_FONT to a .ttf for labels)\n{legend}",
                     path.display()
                 );
             }
             Err(e) => {
-                eprintln!("docket bench: {e}");
+                note!("docket bench: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         }
     }
     if args.cleanup {
         match bench::purge(url).await {
-            Ok(what) => println!("cleanup: deleted {what}"),
+            Ok(what) => out!("cleanup: deleted {what}"),
             Err(e) => {
-                eprintln!("docket bench: cleanup failed: {e}");
+                note!("docket bench: cleanup failed: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         }
@@ -126,7 +131,7 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
 }
 
 fn print_report(report: &BenchReport) {
-    println!(
+    out!(
         "\n{} — concurrency {}, {:.1} s windows{}",
         report.backend,
         report.concurrency,
@@ -136,12 +141,12 @@ fn print_report(report: &BenchReport) {
             .as_deref()
             .map_or_else(String::new, |c| format!(", commit {c}"))
     );
-    println!("{}", report.table());
+    out!("{}", report.table());
     for floor in &report.floors {
-        println!("  {floor}");
+        out!("  {floor}");
     }
-    println!("verified:");
+    out!("verified:");
     for line in &report.verified {
-        println!("  ✓ {line}");
+        out!("  ✓ {line}");
     }
 }

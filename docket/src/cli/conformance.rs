@@ -41,12 +41,12 @@ pub async fn run(url: &str, args: ConformanceArgs) -> CliResult {
         BackendUrl::Postgres(url) => postgres(&url, &args).await?,
         BackendUrl::Redis(url) => redis(&url, &args).await?,
     };
-    print!("{report}");
+    out_text!("{report}");
     if report.is_success() {
         if report.skipped() == 0 {
-            println!("conformance: all {} cases passed", report.total());
+            out!("conformance: all {} cases passed", report.total());
         } else {
-            println!(
+            out!(
                 "conformance: all {} cases that ran passed; {} skipped (see SKIPPED above)",
                 report.total(),
                 report.skipped()
@@ -54,7 +54,7 @@ pub async fn run(url: &str, args: ConformanceArgs) -> CliResult {
         }
         Ok(ExitCode::SUCCESS)
     } else {
-        println!(
+        out!(
             "conformance: {} of {} cases failed",
             report.failed(),
             report.total()
@@ -83,7 +83,7 @@ async fn suite<H: Harness>(harness: &H, args: &ConformanceArgs) -> Report {
     );
     let report = run_observed(harness, selected, |case, outcome| {
         if args.verbose {
-            println!("{}__{} ... {}", case.family, case.name, outcome.verdict());
+            out!("{}__{} ... {}", case.family, case.name, outcome.verdict());
         }
         bar.set_message(format!("{}__{}", case.family, case.name));
         bar.inc(1);
@@ -96,7 +96,7 @@ async fn suite<H: Harness>(harness: &H, args: &ConformanceArgs) -> Report {
 #[cfg(feature = "sqlite")]
 async fn sqlite(url: &str, args: &ConformanceArgs) -> Result<Report, DocketError> {
     let parsed = docket_sqlite::parse_url(url)?;
-    println!(
+    out!(
         "conformance: SQLite with the URL's options; each case uses its own temporary \
          database file (not {})",
         parsed.path.display()
@@ -116,7 +116,7 @@ async fn sqlite(_url: &str, _args: &ConformanceArgs) -> Result<Report, DocketErr
 #[cfg(feature = "postgres")]
 async fn postgres(url: &str, args: &ConformanceArgs) -> Result<Report, DocketError> {
     let (server, options) = docket_postgres::parse_url(url)?;
-    println!(
+    out!(
         "conformance: PostgreSQL; each case uses its own fresh schema in that database \
          (dropped afterwards)"
     );
@@ -136,7 +136,7 @@ async fn postgres(_url: &str, _args: &ConformanceArgs) -> Result<Report, DocketE
 
 #[cfg(feature = "redis")]
 async fn redis(url: &str, args: &ConformanceArgs) -> Result<Report, DocketError> {
-    println!("conformance: Redis; each case uses its own fresh key namespace (deleted afterwards)");
+    out!("conformance: Redis; each case uses its own fresh key namespace (deleted afterwards)");
     let server = url.split_once('?').map_or(url, |(base, _)| base);
     Ok(suite(&docket_redis::testing::RedisHarness::new(server), args).await)
 }

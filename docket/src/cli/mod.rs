@@ -1,5 +1,8 @@
 //! Command-line definitions (clap derive) and dispatch.
 
+#[macro_use]
+pub mod output;
+
 mod admin;
 mod bench;
 #[cfg(feature = "conformance")]
@@ -13,7 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use docket::connect::DEFAULT_URL;
+use docket::connect::{redact, DEFAULT_URL};
 use docket::{Docket, DocketError};
 
 /// Durable, graph-shaped workflow runs with pluggable storage.
@@ -104,7 +107,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Migrate => {
             let url = backend_url(url.as_deref());
             connect(Some(&url)).await?;
-            println!("{url}: schema is current");
+            out!("{}: schema is current", redact(&url));
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -5,7 +5,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use docket::engine::{idle_state, DrainBudget, PrunerConfig, StatsSnapshot, Worker, WorkerConfig};
+use docket::connect::redact;
+use docket::engine::{
+    idle_state, DrainBudget, PrunerConfig, StatsSnapshot, Worker, WorkerConfig, WorkerFailure,
+    DEFAULT_MAX_SUPERSTEPS,
+};
 use docket::{Docket, DocketError};
 
 use super::CliResult;
@@ -42,6 +46,10 @@ pub struct WorkerArgs {
     /// Milliseconds between idle checks with --until-idle.
     #[arg(long, default_value_t = 250)]
     idle_check_ms: u64,
+    /// Supersteps after which a run of a graph without its own `max_supersteps` policy fails
+    /// with max_supersteps_exceeded (a cycle that never ends cannot run forever).
+    #[arg(long, default_value_t = DEFAULT_MAX_SUPERSTEPS)]
+    max_supersteps: u64,
 }
 
 impl WorkerArgs {
@@ -51,6 +59,7 @@ impl WorkerArgs {
             poll_interval_ms: self.poll_interval_ms,
             orphan_ttl_ms: self.orphan_ttl_ms,
             max_attempt_elapsed_ms: self.max_attempt_elapsed_ms,
+            max_supersteps: Some(self.max_supersteps),
             drain_budget: DrainBudget {
                 max_moments: Some(self.drain_max_moments),
                 max_elapsed_ms: self.drain_max_elapsed_ms,
@@ -82,53 +91,31 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
     let docket = Docket::builder(backend, docket::nodes::registry())
         .config(config)
         .build()?;
-    let workers: Vec<Worker> = (0..args.workers).map(|_| docket.start_worker()).collect();
-    eprintln!(
-        "docket worker: {} worker(s) × {} vehicles on {url}{}",
+    let mut workers: Vec<Worker> = (0..args.workers).map(|_| docket.start_worker()).collect();
+    note!(
+        "docket worker: {} worker(s) × {} vehicles on {}{}",
         args.workers,
         args.concurrency,
+        redact(url),
         if args.until_idle {
             " (until idle)"
         } else {
             "; Ctrl-C to stop"
         }
     );
-    if args.until_idle {
-        let check = Duration::from_millis(args.idle_check_ms.max(1));
-        loop {
-            tokio::time::sleep(check).await;
-            let state =
-                match idle_state(docket.backend().as_ref(), docket.engine().clock().as_ref()).await
-                {
-                    Ok(state) => state,
-                    // The store is briefly away (a restart, a failover): the workers ride it
-                    // out, and so does the idle check.
-                    Err(e) if e.is_retryable() => {
-                        tracing::warn!(error = %e, "docket.worker.idle_check");
-                        continue;
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-            if state.is_idle() {
-                eprintln!(
-                    "docket worker: idle ({} waiting for a signal, {} poisoned)",
-                    state.waiting, state.poisoned
-                );
-                break;
-            }
-        }
-    } else if let Err(e) = tokio::signal::ctrl_c().await {
-        return Err(DocketError::InvalidOptions(format!(
-            "cannot listen for Ctrl-C: {e}"
-        )));
-    }
+    // A worker whose background task dies stops the process: it must never sit idle holding
+    // claims while looking alive.
+    let ended = tokio::select! {
+        failure = first_failure(&mut workers) => Err(failure),
+        done = until_done(&args, &docket) => Ok(done),
+    };
     let mut total = StatsSnapshot::default();
     for worker in workers {
         let stats = std::sync::Arc::clone(worker.stats());
         worker.shutdown().await;
         total = total + stats.snapshot();
     }
-    eprintln!(
+    note!(
         "docket worker: committed {} moments, {} fenced, {} discarded, {} abandoned, {} poisoned, {} recovered from stopped holders",
         total.moments_committed,
         total.fence_losses,
@@ -137,5 +124,52 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
         total.poisons,
         total.recovered_steals
     );
-    Ok(ExitCode::SUCCESS)
+    match ended {
+        Ok(done) => done.map(|()| ExitCode::SUCCESS),
+        Err(failure) => {
+            note!("docket worker: stopped: {failure}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// The first failure any of `workers` reports (never resolves while all are healthy).
+async fn first_failure(workers: &mut [Worker]) -> WorkerFailure {
+    if workers.is_empty() {
+        return std::future::pending().await;
+    }
+    let failures = workers.iter_mut().map(|w| Box::pin(w.failure()));
+    futures::future::select_all(failures).await.0
+}
+
+/// Waits for the end the options ask for: nothing due (`--until-idle`) or Ctrl-C.
+async fn until_done(args: &WorkerArgs, docket: &Docket) -> Result<(), DocketError> {
+    if !args.until_idle {
+        return tokio::signal::ctrl_c()
+            .await
+            .map_err(|e| DocketError::InvalidOptions(format!("cannot listen for Ctrl-C: {e}")));
+    }
+    let check = Duration::from_millis(args.idle_check_ms.max(1));
+    loop {
+        tokio::time::sleep(check).await;
+        let state =
+            match idle_state(docket.backend().as_ref(), docket.engine().clock().as_ref()).await {
+                Ok(state) => state,
+                // The store is briefly away (a restart, a failover): the workers ride it out,
+                // and so does the idle check.
+                Err(e) if e.is_retryable() => {
+                    tracing::warn!(error = %e, "docket.worker.idle_check");
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+        if state.is_idle() {
+            note!(
+                "docket worker: idle ({} waiting for a signal, {} poisoned)",
+                state.waiting,
+                state.poisoned
+            );
+            return Ok(());
+        }
+    }
 }

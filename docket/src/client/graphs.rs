@@ -1,24 +1,41 @@
 //! Publishing and reading graph versions.
 
-use docket_core::graph::{compile_for_publication, parse_document, GraphDocument};
+use docket_core::graph::{
+    compile_for_publication, parse_document, CompileOptions, Diagnostic, GraphDocument,
+};
 use docket_core::model::{GraphId, GraphRef, GraphVersionPage, GraphVersionQuery};
 
 use super::Docket;
 use crate::error::DocketError;
 
+/// A published graph version and what the compiler had to say about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Publication {
+    /// The version's address.
+    pub graph_ref: GraphRef,
+    /// Non-blocking diagnostics (warnings and infos, e.g. `unbounded_cycle`), sorted. Show
+    /// them to whoever published the graph.
+    pub warnings: Vec<Diagnostic>,
+}
+
 impl Docket {
     /// Publishes `doc`: compiles it for publication (materializing node config defaults),
-    /// then stores the effective document under its content address. Idempotent.
+    /// then stores the effective document under its content address. Idempotent. Returns the
+    /// address and the compiler's warnings.
+    ///
+    /// The graph is judged on its own: the host's superstep ceiling
+    /// ([`crate::WorkerConfig::max_supersteps`]) bounds runs on this host, not the graph, so
+    /// a cycle the graph leaves unbounded is still reported (`unbounded_cycle`). The stored
+    /// document and its hash never depend on compile options.
     ///
     /// # Errors
     /// [`DocketError::InvalidGraph`] with every diagnostic (nothing stored); store errors
     /// (e.g. `GraphContentConflict`).
-    pub async fn save_graph(&self, doc: &GraphDocument) -> Result<GraphRef, DocketError> {
-        let compiled =
-            compile_for_publication(doc, self.engine.nodes(), self.engine.compile_options())
-                .map_err(|e| DocketError::InvalidGraph {
-                    diagnostics: e.diagnostics,
-                })?;
+    pub async fn publish_graph(&self, doc: &GraphDocument) -> Result<Publication, DocketError> {
+        let compiled = compile_for_publication(doc, self.engine.nodes(), CompileOptions::default())
+            .map_err(|e| DocketError::InvalidGraph {
+                diagnostics: e.diagnostics,
+            })?;
         let graph_ref = GraphRef {
             graph_id: compiled.runtime.graph_id.clone(),
             graph_hash: compiled.runtime.graph_hash.clone(),
@@ -31,18 +48,37 @@ impl Docket {
                 self.engine.clock().now(),
             )
             .await?;
-        Ok(graph_ref)
+        Ok(Publication {
+            graph_ref,
+            warnings: compiled.warnings,
+        })
     }
 
-    /// Parses a JSON graph document and publishes it.
+    /// Parses a JSON graph document and publishes it ([`Docket::publish_graph`]).
     ///
     /// # Errors
     /// [`DocketError::InvalidGraph`] for unreadable JSON (with paths) or a graph that does not
     /// compile; store errors.
-    pub async fn save_graph_json(&self, json: &str) -> Result<GraphRef, DocketError> {
+    pub async fn publish_graph_json(&self, json: &str) -> Result<Publication, DocketError> {
         let doc = parse_document(json)
             .map_err(|diagnostics| DocketError::InvalidGraph { diagnostics })?;
-        self.save_graph(&doc).await
+        self.publish_graph(&doc).await
+    }
+
+    /// [`Docket::publish_graph`], returning only the address.
+    ///
+    /// # Errors
+    /// As [`Docket::publish_graph`].
+    pub async fn save_graph(&self, doc: &GraphDocument) -> Result<GraphRef, DocketError> {
+        Ok(self.publish_graph(doc).await?.graph_ref)
+    }
+
+    /// [`Docket::publish_graph_json`], returning only the address.
+    ///
+    /// # Errors
+    /// As [`Docket::publish_graph_json`].
+    pub async fn save_graph_json(&self, json: &str) -> Result<GraphRef, DocketError> {
+        Ok(self.publish_graph_json(json).await?.graph_ref)
     }
 
     /// The stored effective document of a version.

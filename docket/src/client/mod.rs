@@ -8,6 +8,7 @@
 mod drain;
 mod events;
 mod graphs;
+mod input;
 mod runs;
 
 use std::fmt;
@@ -26,6 +27,8 @@ use crate::engine::{
 };
 use crate::error::DocketError;
 
+pub use graphs::Publication;
+pub use input::parse_input;
 pub use runs::AwaitOptions;
 
 /// How the facade advances runs by itself (`docs/engine.md`, “Bounded drains and testing modes”).

@@ -10,6 +10,9 @@ use std::fmt;
 
 use docket_core::model::ValueMap;
 
+/// The default host ceiling on supersteps ([`WorkerConfig::max_supersteps`]).
+pub const DEFAULT_MAX_SUPERSTEPS: u64 = 10_000;
+
 /// How much one vehicle may do before it yields its claim (`docs/engine.md`, “The vehicle”).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DrainBudget {
@@ -60,7 +63,10 @@ pub struct WorkerConfig {
     pub drain_timeout_ms: u64,
     /// Host ceiling of one node attempt (and of explicit node timeouts). Default 2 s.
     pub max_attempt_elapsed_ms: u64,
-    /// Host bound on supersteps for graphs without a `max_supersteps` policy. Default none.
+    /// Host ceiling on supersteps for graphs without a `max_supersteps` policy. Default
+    /// [`DEFAULT_MAX_SUPERSTEPS`]: a run that reaches it fails with `max_supersteps_exceeded`,
+    /// so a graph whose cycle never ends (the compiler warns with `unbounded_cycle`) cannot
+    /// run forever. `None` removes the ceiling. A graph's own policy always wins.
     pub max_supersteps: Option<u64>,
     /// Per-drain budget. Default 100 moments / 3 s.
     pub drain_budget: DrainBudget,
@@ -90,7 +96,7 @@ impl Default for WorkerConfig {
             max_claim_attempts: 5,
             drain_timeout_ms: 30_000,
             max_attempt_elapsed_ms: 2_000,
-            max_supersteps: None,
+            max_supersteps: Some(DEFAULT_MAX_SUPERSTEPS),
             drain_budget: DrainBudget::default(),
             abandon_backoff_ms: 30_000,
             abandon_backoff_cap_ms: 3_600_000,
@@ -242,6 +248,10 @@ mod tests {
     #[test]
     fn the_defaults_are_valid() {
         assert_eq!(WorkerConfig::default().validate(), Ok(()));
+        assert_eq!(
+            WorkerConfig::default().max_supersteps,
+            Some(DEFAULT_MAX_SUPERSTEPS)
+        );
     }
 
     #[test]

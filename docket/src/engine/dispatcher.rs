@@ -146,26 +146,53 @@ pub(crate) struct Dispatcher {
 
 type PollResult = (PollSource, u32, Result<ClaimBatch, StoreError>);
 
+/// Claim polls failing with a permanent store error in a row before the dispatcher stops.
+pub(crate) const MAX_PERMANENT_POLL_FAILURES: u32 = 5;
+
+/// The longest delay between two scheduled polls while polls keep failing (unless the poll
+/// interval itself is longer).
+const MAX_FAILURE_BACKOFF_MS: u64 = 30_000;
+
+/// How the dispatcher ended.
+#[derive(Debug)]
+pub(crate) struct DispatcherExit {
+    /// The shutdown that followed.
+    pub report: ShutdownReport,
+    /// Why it stopped on its own, if it did: the last of
+    /// [`MAX_PERMANENT_POLL_FAILURES`] permanent store errors in a row.
+    pub failure: Option<StoreError>,
+}
+
 /// The mutable loop state.
 struct Loop {
     vehicles: JoinSet<()>,
     poll: JoinSet<PollResult>,
     pending: bool,
     timer_at: Option<Instant>,
+    /// Failed polls since the last successful one (backs the timer off).
+    failed_polls: u32,
+    /// Of those, the ones that failed permanently.
+    permanent_failures: u32,
+    /// Set when the permanent failures reach the limit: the dispatcher stops.
+    gave_up: Option<StoreError>,
 }
 
 impl Dispatcher {
-    /// Runs until `stop` reads `true`, then shuts down (`docs/engine.md`, “Graceful shutdown”).
+    /// Runs until `stop` reads `true` (or claim polls keep failing permanently), then shuts
+    /// down (`docs/engine.md`, “Graceful shutdown”).
     pub(crate) async fn run(
         self,
         mut stop: watch::Receiver<bool>,
         mut requests: mpsc::UnboundedReceiver<()>,
-    ) -> ShutdownReport {
+    ) -> DispatcherExit {
         let mut state = Loop {
             vehicles: JoinSet::new(),
             poll: JoinSet::new(),
             pending: false,
             timer_at: None,
+            failed_polls: 0,
+            permanent_failures: 0,
+            gave_up: None,
         };
         let mut wakeups: Option<Wakeups> = self.backend.wakeups();
         self.request(&mut state, PollSource::Initial);
@@ -178,6 +205,15 @@ impl Dispatcher {
                     match done {
                         Ok(result) => self.handle_poll(&mut state, result),
                         Err(e) => tracing::warn!(result = "error", error = %e, "docket.dispatcher.poll.crash"),
+                    }
+                    if let Some(error) = &state.gave_up {
+                        tracing::error!(
+                            result = "stopped",
+                            failures = state.permanent_failures,
+                            %error,
+                            "docket.dispatcher.give_up"
+                        );
+                        break;
                     }
                     if std::mem::take(&mut state.pending) {
                         self.request(&mut state, PollSource::Coalesced);
@@ -209,7 +245,11 @@ impl Dispatcher {
                 }
             }
         }
-        self.shutdown(state).await
+        let failure = state.gave_up.take();
+        DispatcherExit {
+            report: self.shutdown(state).await,
+            failure,
+        }
     }
 
     fn demand(&self, state: &Loop) -> usize {
@@ -272,8 +312,11 @@ impl Dispatcher {
         );
     }
 
+    /// Arms the poll timer: the jittered poll interval, or, while polls keep failing, an
+    /// exponentially longer one (doubling per failure, at most [`MAX_FAILURE_BACKOFF_MS`]),
+    /// so an unreachable or refusing store is not hammered.
     fn arm_timer(&self, state: &mut Loop) {
-        let interval = self.settings.poll_interval_ms;
+        let interval = failure_backoff_ms(self.settings.poll_interval_ms, state.failed_polls);
         let delay = self.jitter.jitter(interval).clamp(1, interval.max(1));
         state.timer_at = Some(Instant::now() + Duration::from_millis(delay));
     }
@@ -281,9 +324,24 @@ impl Dispatcher {
     fn handle_poll(&self, state: &mut Loop, (_source, _demand, result): PollResult) {
         self.stats.bump(Counter::Poll);
         let batch = match result {
-            Ok(batch) => batch,
-            // Errors launch nothing; the timer retries.
-            Err(_) => return,
+            Ok(batch) => {
+                state.failed_polls = 0;
+                state.permanent_failures = 0;
+                batch
+            }
+            // Errors launch nothing; the timer retries, backing off. A store that refuses
+            // permanently (read-only, no privileges) will not start working by itself: after
+            // a few tries the dispatcher stops and the worker reports why.
+            Err(error) => {
+                state.failed_polls = state.failed_polls.saturating_add(1);
+                if error.is_permanent() {
+                    state.permanent_failures += 1;
+                    if state.permanent_failures >= MAX_PERMANENT_POLL_FAILURES {
+                        state.gave_up = Some(error);
+                    }
+                }
+                return;
+            }
         };
         if !batch.poisoned.is_empty() {
             self.stats.add(Counter::Poison, batch.poisoned.len() as u64);
@@ -390,6 +448,15 @@ impl Dispatcher {
     }
 }
 
+/// The poll interval after `failed` failed polls in a row: `interval` doubled per failure
+/// after the first, capped at [`MAX_FAILURE_BACKOFF_MS`] (or `interval`, if longer).
+fn failure_backoff_ms(interval: u64, failed: u32) -> u64 {
+    let doublings = failed.saturating_sub(1).min(16);
+    interval
+        .saturating_mul(1 << doublings)
+        .min(interval.max(MAX_FAILURE_BACKOFF_MS))
+}
+
 async fn next_hint(wakeups: &mut Option<Wakeups>) -> Option<()> {
     match wakeups {
         Some(stream) => stream.next().await,
@@ -401,5 +468,21 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_polls_back_off_exponentially_up_to_a_cap() {
+        let delays: Vec<u64> = (0..9).map(|n| failure_backoff_ms(1_000, n)).collect();
+        assert_eq!(
+            delays,
+            [1_000, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]
+        );
+        assert_eq!(failure_backoff_ms(60_000, 5), 60_000);
+        assert_eq!(failure_backoff_ms(u64::MAX, u32::MAX), u64::MAX);
     }
 }

@@ -47,14 +47,16 @@ pub use clock::{
     Jitter, MonotonicClock, NoJitter, ScriptedMonotonic, SystemMonotonic, UniformJitter,
 };
 pub use compiler::{EffectiveCompiler, GraphCompiler};
-pub use config::{ConfigError, ConfigProblem, DrainBudget, PrunerConfig, WorkerConfig};
+pub use config::{
+    ConfigError, ConfigProblem, DrainBudget, PrunerConfig, WorkerConfig, DEFAULT_MAX_SUPERSTEPS,
+};
 pub use dispatcher::{LaunchError, Launcher, PollSource, VehicleLauncher};
 pub use drain_runs::{DrainStopped, DrainSummary};
 pub use idle::{idle_state, IdleState};
 pub use outcome::{BudgetFired, DrainOutcome, Drained, IncompatibleReason, VehicleError};
 pub use stats::{merged_latency, StatsSnapshot, WorkerStats};
 pub use vehicle::Vehicle;
-pub use worker::{ShutdownReport, Worker};
+pub use worker::{ShutdownReport, Worker, WorkerFailure};
 
 /// The shared environment of vehicles and workers. Cheap to clone.
 #[derive(Clone)]

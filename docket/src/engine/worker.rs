@@ -9,10 +9,13 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use docket_core::model::RunId;
-use docket_core::store::{ClaimLease, PoisonedClaim};
+use docket_core::store::{ClaimLease, PoisonedClaim, StoreError};
 
 use super::admission::AdmissionPhase;
-use super::dispatcher::{Dispatcher, Launcher, Settings, Shared, VehicleLauncher};
+use super::dispatcher::{
+    Dispatcher, DispatcherExit, Launcher, Settings, Shared, VehicleLauncher,
+    MAX_PERMANENT_POLL_FAILURES,
+};
 use super::stats::WorkerStats;
 use super::vehicle::Vehicle;
 use super::{pruner, Engine};
@@ -28,12 +31,67 @@ pub struct ShutdownReport {
     pub duration: Duration,
 }
 
+/// Why a worker stopped working on its own, without a shutdown being asked for.
+///
+/// A worker whose background task died must not sit idle holding claims: the host learns it
+/// from [`Worker::failure`] and should stop (the CLI exits non-zero with this message).
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerFailure {
+    /// A background task (`dispatcher` or `pruner`) panicked.
+    #[error("the worker's {task} task panicked: {message}")]
+    Panicked {
+        /// Which task.
+        task: &'static str,
+        /// The panic message.
+        message: String,
+    },
+    /// A background task was cancelled from outside (its runtime is shutting down).
+    #[error("the worker's {task} task was cancelled")]
+    Cancelled {
+        /// Which task.
+        task: &'static str,
+    },
+    /// Claim polls kept failing with a permanent store error (a read-only database, missing
+    /// privileges): retrying would not help, so the worker stopped.
+    #[error("the store refused {attempts} claim polls in a row with a permanent error; the worker stopped: {error}")]
+    Store {
+        /// The last error.
+        error: StoreError,
+        /// How many polls failed in a row.
+        attempts: u32,
+    },
+}
+
+impl WorkerFailure {
+    fn from_join(task: &'static str, error: tokio::task::JoinError) -> Self {
+        match error.try_into_panic() {
+            Ok(payload) => WorkerFailure::Panicked {
+                task,
+                message: panic_message(payload.as_ref()),
+            },
+            Err(_) => WorkerFailure::Cancelled { task },
+        }
+    }
+}
+
+/// The text of a panic payload (`panic!` with a literal or with formatting).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned())
+}
+
 /// A running worker. Dropping it without [`Worker::shutdown`] kills it (like [`Worker::kill`]).
 pub struct Worker {
     stop: watch::Sender<bool>,
     requests: mpsc::UnboundedSender<()>,
-    dispatcher: Option<JoinHandle<ShutdownReport>>,
+    dispatcher: Option<JoinHandle<DispatcherExit>>,
     pruner: Option<JoinHandle<()>>,
+    /// The dispatcher's report when [`Worker::failure`] saw it end before the shutdown.
+    ended: Option<ShutdownReport>,
     stats: Arc<WorkerStats>,
     shared: Arc<Shared>,
 }
@@ -139,6 +197,7 @@ impl WorkerBuilder {
             requests,
             dispatcher: Some(dispatcher),
             pruner,
+            ended: None,
             stats: self.stats,
             shared,
         }
@@ -190,22 +249,59 @@ impl Worker {
         let _ = self.stop.send(true);
     }
 
+    /// Resolves when a background task of this worker (the dispatcher with its claim polls,
+    /// or the pruner) ends although no shutdown was asked for — it panicked, was cancelled, or
+    /// the dispatcher gave up after permanent store errors — and says why. Never resolves while the worker is healthy, nor after
+    /// [`Worker::begin_shutdown`] for a task that then ends normally.
+    ///
+    /// Cancel safe: dropping the future loses nothing, so it can sit in a `select!` loop.
+    pub async fn failure(&mut self) -> WorkerFailure {
+        loop {
+            tokio::select! {
+                joined = join_or_pending(&mut self.dispatcher) => {
+                    self.dispatcher = None;
+                    match joined {
+                        Ok(DispatcherExit { report, failure }) => {
+                            self.ended = Some(report);
+                            if let Some(error) = failure {
+                                return WorkerFailure::Store {
+                                    error,
+                                    attempts: MAX_PERMANENT_POLL_FAILURES,
+                                };
+                            }
+                        }
+                        Err(e) => return WorkerFailure::from_join("dispatcher", e),
+                    }
+                }
+                joined = join_or_pending(&mut self.pruner) => {
+                    self.pruner = None;
+                    if let Err(e) = joined {
+                        return WorkerFailure::from_join("pruner", e);
+                    }
+                }
+            }
+        }
+    }
+
     /// Graceful shutdown: stop claiming, release the leases of an in-flight poll, let
     /// vehicles commit their current moment (continuing moments become yields), bounded by
     /// `drain_timeout_ms`; vehicles still running then are aborted and their claims expire.
     pub async fn shutdown(mut self) -> ShutdownReport {
         self.begin_shutdown();
         let report = match self.dispatcher.take() {
-            Some(handle) => handle.await.unwrap_or(ShutdownReport {
+            Some(handle) => handle.await.map_or(
+                ShutdownReport {
+                    drained: false,
+                    vehicles_remaining: 0,
+                    duration: Duration::ZERO,
+                },
+                |exit| exit.report,
+            ),
+            None => self.ended.take().unwrap_or(ShutdownReport {
                 drained: false,
                 vehicles_remaining: 0,
                 duration: Duration::ZERO,
             }),
-            None => ShutdownReport {
-                drained: true,
-                vehicles_remaining: 0,
-                duration: Duration::ZERO,
-            },
         };
         if let Some(pruner) = self.pruner.take() {
             let _ = pruner.await;
@@ -235,5 +331,13 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         self.abort();
+    }
+}
+
+/// Awaits the task in `slot`, or never resolves when there is none.
+async fn join_or_pending<T>(slot: &mut Option<JoinHandle<T>>) -> Result<T, tokio::task::JoinError> {
+    match slot {
+        Some(handle) => handle.await,
+        None => std::future::pending().await,
     }
 }

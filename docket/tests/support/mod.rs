@@ -2,6 +2,7 @@
 //! manual clock, sequential ids and zero jitter, and helpers to drive runs.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod scripted;
 pub mod telemetry;
 

@@ -39,6 +39,8 @@ pub struct Scripted {
     pub graph_fetches: AtomicU32,
     commit_scripts: Mutex<VecDeque<CommitScript>>,
     claim_errors: AtomicU32,
+    /// Whether injected claim failures are permanent (a read-only store) or retryable.
+    permanent_claim_errors: std::sync::atomic::AtomicBool,
     claim_panics: AtomicU32,
     /// Claim policies seen, in order.
     pub policies: Mutex<Vec<ClaimPolicy>>,
@@ -68,6 +70,12 @@ impl Scripted {
     }
 
     pub fn fail_next_claims(&self, n: u32) {
+        self.claim_errors.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` claims fail with a permanent `Unavailable` (a store that refuses writes).
+    pub fn refuse_next_claims_permanently(&self, n: u32) {
+        self.permanent_claim_errors.store(true, Ordering::SeqCst);
         self.claim_errors.store(n, Ordering::SeqCst);
     }
 
@@ -156,9 +164,12 @@ impl StoreLayer for Scripted {
             .is_ok();
         assert!(!panic, "injected claim panic");
         if fail {
-            return Err(StoreError::retryable(Message(
-                "injected claim failure".into(),
-            )));
+            let message = Message("injected claim failure".into());
+            return Err(if self.permanent_claim_errors.load(Ordering::SeqCst) {
+                StoreError::permanent(message)
+            } else {
+                StoreError::retryable(message)
+            });
         }
         self.inner.claim_due(policy).await
     }

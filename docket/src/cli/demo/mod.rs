@@ -15,6 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use tokio::sync::watch;
 
+use docket::connect::redact;
 use docket::core::model::{GraphRef, RunId, RunQuery, RunStatus};
 use docket::core::store::Backend;
 use docket::engine::{DrainBudget, Worker, WorkerConfig, WorkerStats};
@@ -168,15 +169,18 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
         .build()?;
     let mut refs: Vec<(Example, GraphRef)> = Vec::new();
     for example in EXAMPLES {
-        refs.push((example, docket.save_graph_json(example.json).await?));
+        let published = docket.publish_graph_json(example.json).await?;
+        super::admin::print_warnings(&published);
+        refs.push((example, published.graph_ref));
     }
     if !args.no_workers {
-        println!(
-            "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({url})",
+        out!(
+            "docket demo: {} runs of {} graphs on {} workers × {} vehicles ({})",
             args.runs,
             refs.len(),
             args.workers,
-            args.concurrency
+            args.concurrency,
+            redact(url)
         );
     }
     for n in 0..args.runs {
@@ -186,10 +190,11 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
             .await?;
     }
     if args.no_workers {
-        println!(
-            "docket demo: started {} runs of {} graphs ({url}); no workers (--no-workers): drive them with `docket worker --backend URL`",
+        out!(
+            "docket demo: started {} runs of {} graphs ({}); no workers (--no-workers): drive them with `docket worker --backend URL`",
             args.runs,
-            refs.len()
+            refs.len(),
+            redact(url)
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -271,7 +276,7 @@ fn maybe_kill(slot: &mut Option<Worker>, started: Instant, bar: &ProgressBar) ->
         ORPHAN_TTL_MS / 1000
     );
     if bar.is_hidden() {
-        println!("{line}");
+        out!("{line}");
     } else {
         bar.println(line);
     }

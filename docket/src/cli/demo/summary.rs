@@ -120,7 +120,7 @@ impl Report {
                 Cell::new(if good { "✓" } else { "✗" }),
             ]);
         }
-        println!("{table}");
+        out!("{table}");
 
         let secs = self.elapsed.as_secs_f64().max(f64::EPSILON);
         let s = &self.stats;
@@ -158,21 +158,22 @@ impl Report {
         ] {
             metrics.add_row(vec![Cell::new(name), Cell::new(value)]);
         }
-        println!("{metrics}");
+        out!("{metrics}");
         if let Some((done, held)) = self.recovered {
-            println!(
+            out!(
                 "recovery: {done} of {held} runs held by the killed worker were finished by the other workers"
             );
         }
         if self.ok() {
-            println!(
+            out!(
                 "result: OK — all {} runs ended in the status their graph dictates",
                 self.total_runs
             );
         } else {
-            println!(
+            out!(
                 "result: FAILED — {} runs stuck, {} in an unexpected status",
-                self.stuck, self.unexpected
+                self.stuck,
+                self.unexpected
             );
         }
     }
