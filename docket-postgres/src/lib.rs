@@ -91,9 +91,11 @@ mod error;
 mod graphs;
 mod migrations;
 mod options;
+mod pooler;
 mod prune;
 mod reads;
 mod sql;
+mod statement;
 mod store;
 mod trait_impls;
 mod transitions;
@@ -105,7 +107,8 @@ pub mod testing;
 pub use error::DriverError;
 pub use migrations::LATEST_VERSION;
 pub use options::{
-    parse_url, validate_schema_name, PostgresOptions, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA,
+    parse_url, validate_schema_name, Pooler, PostgresOptions, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA,
 };
+pub use pooler::driver_options;
 pub use store::PostgresStore;
 pub use wakeups::{listener_application_name, WAKE_CHANNEL};

@@ -8,7 +8,7 @@
 //! newer version than this build knows is refused rather than used.
 
 use docket_core::store::{Message, StoreError};
-use sqlx::{Executor, PgConnection};
+use sqlx::{Executor, PgConnection, Row};
 
 use crate::error;
 
@@ -108,22 +108,27 @@ $docket_migrate$;"
 }
 
 /// The schema's recorded version, 0 when it has no bookkeeping table yet.
+///
+/// Simple queries without parameters (the schema name is a validated identifier): one round
+/// trip each, and safe behind a transaction pooler.
 async fn current_version(conn: &mut PgConnection, schema: &str) -> Result<i32, StoreError> {
     let table = format!("{schema}.docket_schema_migrations");
-    let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
-        .bind(&table)
-        .persistent(false)
-        .fetch_one(&mut *conn)
+    let exists: bool = conn
+        .fetch_one(sqlx::raw_sql(&format!(
+            "SELECT to_regclass('{table}') IS NOT NULL"
+        )))
         .await
+        .and_then(|row| row.try_get(0))
         .map_err(error::safe)?;
     if !exists {
         return Ok(0);
     }
-    sqlx::query_scalar(&format!("SELECT COALESCE(max(version), 0) FROM {table}"))
-        .persistent(false)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(error::safe)
+    conn.fetch_one(sqlx::raw_sql(&format!(
+        "SELECT COALESCE(max(version), 0) FROM {table}"
+    )))
+    .await
+    .and_then(|row| row.try_get(0))
+    .map_err(error::safe)
 }
 
 /// Checks, without changing anything, that `schema` is at exactly [`LATEST_VERSION`].

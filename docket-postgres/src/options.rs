@@ -15,9 +15,17 @@ pub struct PostgresOptions {
     pub schema: String,
     /// Most pooled connections (the LISTEN connection, when used, is extra).
     pub pool_size: u32,
-    /// Transaction-pooler mode: no LISTEN, no named prepared statements, no session settings.
-    /// Wakeups are then unavailable and workers rely on polling.
+    /// No LISTEN connection: wakeups are unavailable and workers rely on polling. Meant for a
+    /// transaction pooler with no direct route to the server, so it implies
+    /// [`Pooler::Transaction`] (see [`PostgresOptions::transaction_pooled`]).
     pub poll_only: bool,
+    /// The connection pooler between the store and the server (URL `pooler=`; default
+    /// [`Pooler::None`]).
+    pub pooler: Pooler,
+    /// A direct URL (no transaction pooler in between) for the LISTEN connection of wakeups
+    /// (URL `listen_url=`, percent-encoded when it has its own `?…`); statements still go to
+    /// the store's URL. `None`: LISTEN on the store's URL.
+    pub listen_url: Option<String>,
     /// Run the schema migrations at connect (default `true`).
     pub migrate: bool,
     /// `lock_timeout` of the store's sessions, in milliseconds (`None`: the server's).
@@ -36,6 +44,8 @@ impl Default for PostgresOptions {
             schema: DEFAULT_SCHEMA.to_owned(),
             pool_size: DEFAULT_POOL_SIZE,
             poll_only: false,
+            pooler: Pooler::None,
+            listen_url: None,
             migrate: true,
             lock_timeout_ms: None,
             statement_timeout_ms: None,
@@ -73,17 +83,62 @@ impl PostgresOptions {
         .collect()
     }
 
+    /// Whether statements must be safe behind a transaction pooler: `pooler=transaction`, or
+    /// `poll_only=true` (which exists for such deployments).
+    #[must_use]
+    pub fn transaction_pooled(&self) -> bool {
+        self.pooler == Pooler::Transaction || self.poll_only
+    }
+
     /// Checks the options.
     ///
     /// # Errors
-    /// `InvalidArgument` for a bad schema name or a zero pool size.
+    /// `InvalidArgument` for a bad schema name, a zero pool size, a `listen_url` that is not a
+    /// PostgreSQL URL or that contradicts `poll_only`, and `pooler=transaction` without a
+    /// route for LISTEN (`listen_url`) or `poll_only`.
     pub fn validate(&self) -> Result<(), StoreError> {
         validate_schema_name(&self.schema)?;
         if self.pool_size == 0 {
             return Err(StoreError::invalid_argument("pool_size must be at least 1"));
         }
-        Ok(())
+        self.validate_pooler()
     }
+
+    fn validate_pooler(&self) -> Result<(), StoreError> {
+        match &self.listen_url {
+            Some(_) if self.poll_only => Err(StoreError::invalid_argument(
+                "listen_url and poll_only=true exclude each other: poll_only turns LISTEN off",
+            )),
+            Some(url) if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) => {
+                Err(StoreError::invalid_argument(
+                    "listen_url must be a postgres:// URL (percent-encode its own ?, & and =)",
+                ))
+            }
+            None if self.pooler == Pooler::Transaction && !self.poll_only => {
+                Err(StoreError::invalid_argument(
+                    "pooler=transaction: LISTEN cannot work through a transaction pooler; add \
+                     listen_url=<a direct postgres:// URL> for push wakeups, or poll_only=true \
+                     to rely on polling",
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The connection pooler between a store and PostgreSQL (URL `pooler=none|transaction`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pooler {
+    /// Connected to the server directly, or through a pooler that gives each client its own
+    /// server connection (PgBouncer `pool_mode = session`): statements are prepared once per
+    /// connection and reused.
+    #[default]
+    None,
+    /// A transaction pooler (PgBouncer `pool_mode = transaction`): consecutive transactions of
+    /// one client may run on different server connections. Every statement is then one simple
+    /// query carrying its own parameters, nothing is sent as a startup parameter, and session
+    /// settings are applied with `SET LOCAL` inside each statement's transaction (crate docs).
+    Transaction,
 }
 
 /// Checks that `name` is a safe, unquoted PostgreSQL identifier: `^[a-z_][a-z0-9_]*$`, at
@@ -112,8 +167,9 @@ pub fn validate_schema_name(name: &str) -> Result<(), StoreError> {
 
 /// Splits Docket's own query parameters off a connection URL.
 ///
-/// `schema=NAME`, `pool_size=N` and `poll_only=true|false` are removed and returned as
-/// options; every other parameter is kept in the returned URL for the driver.
+/// `schema=NAME`, `pool_size=N`, `poll_only=true|false`, `pooler=none|transaction` and
+/// `listen_url=URL` (percent-decoded) are removed and returned as options; every other
+/// parameter is kept in the returned URL for the driver.
 ///
 /// ```
 /// let (url, options) =
@@ -158,6 +214,23 @@ pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
                         )))
                     }
                 };
+            }
+            "pooler" => {
+                options.pooler = match value {
+                    "none" => Pooler::None,
+                    "transaction" => Pooler::Transaction,
+                    other => {
+                        return Err(StoreError::invalid_argument(format!(
+                            "pooler {other:?} is not none or transaction"
+                        )))
+                    }
+                };
+            }
+            "listen_url" => {
+                let decoded = percent_encoding::percent_decode_str(value)
+                    .decode_utf8()
+                    .map_err(|_| StoreError::invalid_argument("listen_url is not UTF-8"))?;
+                options.listen_url = Some(decoded.into_owned());
             }
             _ => kept.push(pair),
         }
@@ -216,5 +289,51 @@ mod tests {
         assert!(parse_url("postgres://h/db?pool_size=x").is_err());
         assert!(parse_url("postgres://h/db?pool_size=0").is_err());
         assert!(parse_url("mysql://h/db").is_err());
+    }
+
+    #[test]
+    fn pooler_options_name_their_fix() {
+        let direct = "postgres%3A%2F%2Fu%40h%3A5432%2Fdb%3Fsslmode%3Ddisable";
+        let (url, options) = parse_url(&format!(
+            "postgres://u@h:6432/db?pooler=transaction&listen_url={direct}&sslmode=disable"
+        ))
+        .expect("url");
+        assert_eq!(url, "postgres://u@h:6432/db?sslmode=disable");
+        assert_eq!(options.pooler, Pooler::Transaction);
+        assert_eq!(
+            options.listen_url.as_deref(),
+            Some("postgres://u@h:5432/db?sslmode=disable")
+        );
+        assert!(options.transaction_pooled());
+        let (_, raw) =
+            parse_url("postgres://h/db?pooler=transaction&listen_url=postgres://u@h:5432/db")
+                .expect("a raw listen_url without its own query");
+        assert_eq!(raw.listen_url.as_deref(), Some("postgres://u@h:5432/db"));
+        let (_, polling) = parse_url("postgres://h/db?poll_only=true").expect("url");
+        assert!(
+            polling.transaction_pooled(),
+            "poll_only keeps meaning a pooler"
+        );
+        let error = |url: &str| parse_url(url).expect_err(url).to_string();
+        for (url, names) in [
+            (
+                "postgres://h/db?pooler=transaction",
+                ["listen_url", "poll_only=true"],
+            ),
+            (
+                "postgres://h/db?poll_only=true&listen_url=postgres://h/db",
+                ["listen_url", "poll_only"],
+            ),
+            (
+                "postgres://h/db?listen_url=redis://h",
+                ["listen_url", "postgres://"],
+            ),
+            ("postgres://h/db?pooler=session", ["pooler", "transaction"]),
+        ] {
+            let message = error(url);
+            for name in names {
+                assert!(message.contains(name), "{url}: {message}");
+            }
+        }
     }
 }

@@ -10,17 +10,16 @@ use docket_core::store::rules::{events, ops, transition};
 use docket_core::store::{
     ClaimedCommit, ClaimedSchedule, InitProposal, StoreError, UnclaimedCommit,
 };
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 use crate::codec::{
     self, decode_event_for_merge, decode_head_row, EventArrays, OpsColumns, RunColumns,
 };
 use crate::error::{self, EVENT_CONFLICT, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
+use crate::statement::Statement;
 use crate::store::{finish, scope_binds, Finish, PostgresStore};
 
-type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
-
-fn bind_events<'q>(query: PgQuery<'q>, arrays: EventArrays) -> PgQuery<'q> {
+fn bind_events(query: Statement<'_>, arrays: EventArrays) -> Statement<'_> {
     query
         .bind(arrays.seq)
         .bind(arrays.event_type)
@@ -33,7 +32,7 @@ fn bind_events<'q>(query: PgQuery<'q>, arrays: EventArrays) -> PgQuery<'q> {
         .bind(arrays.occurred_at)
 }
 
-fn bind_ops<'q>(query: PgQuery<'q>, ops: OpsColumns) -> PgQuery<'q> {
+fn bind_ops(query: Statement<'_>, ops: OpsColumns) -> Statement<'_> {
     query
         .bind(ops.claim_token)
         .bind(ops.claimed_at)
@@ -83,7 +82,7 @@ impl PostgresStore {
             .bind(now);
         let query = bind_events(query, arrays).bind(notify).bind(self.schema());
         let mut conn = self.conn().await?;
-        match query.fetch_one(&mut *conn).await {
+        match query.fetch_one(&mut conn).await {
             Ok(row) => {
                 let inserted: i64 = row.try_get("inserted").map_err(error::safe)?;
                 if inserted == 1 {
@@ -167,7 +166,7 @@ impl PostgresStore {
             .bind(self.schema());
         let result = {
             let mut conn = self.conn().await?;
-            query.fetch_one(&mut *conn).await
+            query.fetch_one(&mut conn).await
         };
         match result {
             Ok(row) => {
@@ -202,7 +201,7 @@ impl PostgresStore {
                 .bind(proposal.run.id.as_str())
                 .bind(system)
                 .bind(scope_key)
-                .fetch_optional(&mut *conn)
+                .fetch_optional(&mut conn)
                 .await
                 .map_err(error::safe)?
         };
@@ -231,7 +230,7 @@ impl PostgresStore {
     ) -> Result<Run, StoreError> {
         let events = transition::validate_unclaimed(expected_seq, &proposal, &events)?;
         let mut conn = self.conn().await?;
-        let mut tx = conn.begin().await.map_err(error::safe)?;
+        let mut tx = self.begin(&mut conn).await?;
         let outcome = self
             .commit_unclaimed_in(&mut tx, scope, expected_seq, &proposal, events)
             .await;
