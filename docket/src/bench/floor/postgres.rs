@@ -1,12 +1,15 @@
 //! The PostgreSQL floor: bare tables in the store's schema, reached through an sqlx pool built
 //! like the store's (same URL, pool size, session settings, statement caching, no ping per
 //! acquire), so the floor and the store differ only in what their statements do.
+//!
+//! Behind a transaction pooler (`pooler=transaction` or `poll_only=true`) the store sends each
+//! statement as one simple query with its parameters inline; so does the floor, through the
+//! same pooler.
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
 
 use super::{floor_error, row_id, Floor};
@@ -16,7 +19,8 @@ use crate::bench::BenchError;
 #[derive(Debug)]
 pub(crate) struct PostgresFloor {
     pool: PgPool,
-    persistent: bool,
+    /// Statements go through a transaction pooler: parameters inline, no prepared statements.
+    inline: bool,
     commits: String,
     claims: String,
     commit_sql: String,
@@ -33,16 +37,8 @@ impl PostgresFloor {
     /// # Errors
     /// A malformed URL or an unreachable server.
     pub(crate) async fn connect(url: &str) -> Result<Self, BenchError> {
-        let (driver_url, options) = docket_postgres::parse_url(url)?;
-        let mut connect = PgConnectOptions::from_str(&driver_url)
-            .map_err(|e| floor_error("postgres", format!("connection URL: {e}")))?;
-        let settings = options.session_settings();
-        if !settings.is_empty() {
-            connect = connect.options(settings);
-        }
-        if options.poll_only {
-            connect = connect.statement_cache_capacity(0).extra_float_digits(None);
-        }
+        // The store's own driver options (behind a pooler: no startup parameters).
+        let (connect, options) = docket_postgres::driver_options(url)?;
         let pool = PgPoolOptions::new()
             .max_connections(options.pool_size)
             .test_before_acquire(false)
@@ -54,7 +50,7 @@ impl PostgresFloor {
         let claims = format!("{}.docket_bench_floor_claims", options.schema);
         Ok(PostgresFloor {
             pool,
-            persistent: !options.poll_only,
+            inline: options.transaction_pooled(),
             commit_sql: format!(
                 "UPDATE {commits} SET seq = seq + 1 WHERE id = $1 AND seq = $2 AND token = $3"
             ),
@@ -75,6 +71,25 @@ impl PostgresFloor {
             .map(|_| ())
             .map_err(pg_error)
     }
+
+    /// `sql` with `$n` replaced by `literals[n - 1]` (the floor's statements have fewer than
+    /// ten parameters and no `$` elsewhere), sent as one simple query.
+    async fn inline(&self, sql: &str, literals: &[String]) -> Result<Vec<PgRow>, BenchError> {
+        let mut text = sql.to_owned();
+        for (i, literal) in literals.iter().enumerate().rev() {
+            text = text.replace(&format!("${}", i + 1), literal);
+        }
+        sqlx::raw_sql(&text)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(pg_error)
+    }
+}
+
+/// A bench-minted token as a text literal (an escape string, so the meaning of `\` does not
+/// depend on the server's settings).
+fn text_literal(text: &str) -> String {
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 #[async_trait]
@@ -95,31 +110,54 @@ impl Floor for PostgresFloor {
         ))
         .await?;
         let ids: Vec<i64> = (0..tokens.len()).map(row_id).collect::<Result<_, _>>()?;
-        sqlx::query(&format!(
+        let insert = format!(
             "INSERT INTO {t} (id, seq, token) SELECT id, 0, token FROM UNNEST($1::bigint[], $2::text[]) AS u(id, token)"
-        ))
-        .bind(ids)
-        .bind(tokens.to_vec())
-        .execute(&self.pool)
-        .await
-        .map_err(pg_error)?;
+        );
+        if self.inline {
+            let ids = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+            let tokens: Vec<String> = tokens.iter().map(|t| text_literal(t)).collect();
+            self.inline(
+                &insert,
+                &[
+                    format!("ARRAY[{ids}]"),
+                    format!("ARRAY[{}]::text[]", tokens.join(",")),
+                ],
+            )
+            .await?;
+        } else {
+            sqlx::query(&insert)
+                .bind(ids)
+                .bind(tokens.to_vec())
+                .execute(&self.pool)
+                .await
+                .map_err(pg_error)?;
+        }
         Ok(())
     }
 
     async fn commit(&self, row: usize, seq: u64, token: &str) -> Result<bool, BenchError> {
-        let done = sqlx::query(&self.commit_sql)
-            .persistent(self.persistent)
-            .bind(row_id(row)?)
-            .bind(seq as i64)
-            .bind(token)
-            .execute(&self.pool)
-            .await
-            .map_err(pg_error)?;
-        Ok(done.rows_affected() == 1)
+        let affected = if self.inline {
+            let text = self
+                .commit_sql
+                .replace("$1", &row_id(row)?.to_string())
+                .replace("$2", &(seq as i64).to_string())
+                .replace("$3", &text_literal(token));
+            sqlx::raw_sql(&text).execute(&self.pool).await
+        } else {
+            sqlx::query(&self.commit_sql)
+                .bind(row_id(row)?)
+                .bind(seq as i64)
+                .bind(token)
+                .execute(&self.pool)
+                .await
+        }
+        .map_err(pg_error)?
+        .rows_affected();
+        Ok(affected == 1)
     }
 
     async fn commit_seqs(&self) -> Result<Vec<u64>, BenchError> {
-        let rows = sqlx::query(&format!("SELECT seq FROM {} ORDER BY id", self.commits))
+        let rows = sqlx::raw_sql(&format!("SELECT seq FROM {} ORDER BY id", self.commits))
             .fetch_all(&self.pool)
             .await
             .map_err(pg_error)?;
@@ -148,14 +186,21 @@ impl Floor for PostgresFloor {
 
     async fn claim(&self, limit: u32, token: &str) -> Result<Vec<u64>, BenchError> {
         let now = docket_core::model::Timestamp::now_utc().as_micros();
-        let rows = sqlx::query(&self.claim_sql)
-            .persistent(self.persistent)
-            .bind(token)
-            .bind(now)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(pg_error)?;
+        let rows = if self.inline {
+            self.inline(
+                &self.claim_sql,
+                &[text_literal(token), now.to_string(), limit.to_string()],
+            )
+            .await?
+        } else {
+            sqlx::query(&self.claim_sql)
+                .bind(token)
+                .bind(now)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(pg_error)?
+        };
         rows.iter()
             .map(|row| {
                 row.try_get::<i64, _>(0)
@@ -166,7 +211,7 @@ impl Floor for PostgresFloor {
     }
 
     async fn claim_counts(&self) -> Result<(u64, u64), BenchError> {
-        let row = sqlx::query(&format!(
+        let row = sqlx::raw_sql(&format!(
             "SELECT count(*) FILTER (WHERE token IS NULL), count(*) FILTER (WHERE token IS NOT NULL) FROM {}",
             self.claims
         ))
