@@ -10,7 +10,7 @@
 use docket_core::store::{Message, StoreError};
 use sqlx::{Executor, PgConnection, Row};
 
-use crate::error;
+use crate::error::{self, UNIQUE_VIOLATION};
 
 /// One migration: its version, a description and its SQL (`{s}` stands for the schema).
 struct Migration {
@@ -20,13 +20,20 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 1;
+pub const LATEST_VERSION: i32 = 2;
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "runs, events, graph versions, claim indexes",
-    sql: include_str!("sql/v1.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "runs, events, graph versions, claim indexes",
+        sql: include_str!("sql/v1.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "docket_prepare, the statement cache of transaction-pooler mode",
+        sql: include_str!("sql/v2.sql"),
+    },
+];
 
 /// SQLSTATE raised by the migration script when the schema is newer than this build.
 const SCHEMA_TOO_NEW: &str = "DK002";
@@ -38,24 +45,36 @@ const SCHEMA_TOO_NEW: &str = "DK002";
 /// script sent in one round trip, which PostgreSQL runs as one transaction: concurrent
 /// starters serialize on the lock, and a failure anywhere leaves nothing behind.
 ///
+/// A starter that waited for the lock has been seen to fail on the schema the one before it
+/// created (`unique_violation` on `pg_namespace`, four starters through PgBouncer under
+/// load): `CREATE SCHEMA IF NOT EXISTS` looks the name up in the session's catalog caches,
+/// which a wait for an advisory lock does not refresh. Nothing of its script was applied, so
+/// it starts over once, in a new transaction, which sees the schema.
+///
 /// # Errors
 /// `Unavailable` (permanent) when the schema is newer than [`LATEST_VERSION`]; driver errors.
 pub(crate) async fn migrate(conn: &mut PgConnection, schema: &str) -> Result<(), StoreError> {
-    let current = current_version(conn, schema).await?;
-    if current == LATEST_VERSION {
-        return Ok(());
-    }
-    if current > LATEST_VERSION {
-        return Err(too_new(schema, current));
-    }
-    let script = migration_script(schema);
-    // A plain string without arguments goes out as one simple query.
-    match (&mut *conn).execute(script.as_str()).await {
-        Ok(_) => Ok(()),
-        Err(e) if error::sqlstate(&e).as_deref() == Some(SCHEMA_TOO_NEW) => {
-            Err(StoreError::permanent(error::DriverError::from_sqlx(&e)))
+    let mut raced = false;
+    loop {
+        let current = current_version(conn, schema).await?;
+        if current == LATEST_VERSION {
+            return Ok(());
         }
-        Err(e) => Err(error::sent(e)),
+        if current > LATEST_VERSION {
+            return Err(too_new(schema, current));
+        }
+        let script = migration_script(schema);
+        // A plain string without arguments goes out as one simple query.
+        match (&mut *conn).execute(script.as_str()).await {
+            Ok(_) => return Ok(()),
+            Err(e) if error::sqlstate(&e).as_deref() == Some(SCHEMA_TOO_NEW) => {
+                return Err(StoreError::permanent(error::DriverError::from_sqlx(&e)))
+            }
+            Err(e) if !raced && error::sqlstate(&e).as_deref() == Some(UNIQUE_VIOLATION) => {
+                raced = true;
+            }
+            Err(e) => return Err(error::sent(e)),
+        }
     }
 }
 

@@ -30,6 +30,8 @@ pub(crate) enum Protocol {
     Inline {
         /// `SET LOCAL …; ` for every session setting (empty when there are none).
         prefix: String,
+        /// `<schema>.docket_prepare`, which keeps statements prepared per server connection.
+        procedure: String,
     },
 }
 
@@ -38,7 +40,9 @@ impl Protocol {
     /// `None` for sqlx's plain `BEGIN`.
     pub(crate) fn begin_statement(&self) -> Option<String> {
         match self {
-            Protocol::Inline { prefix } if !prefix.is_empty() => Some(format!("BEGIN; {prefix}")),
+            Protocol::Inline { prefix, .. } if !prefix.is_empty() => {
+                Some(format!("BEGIN; {prefix}"))
+            }
             _ => None,
         }
     }
@@ -91,7 +95,8 @@ pub(crate) fn route(url: &str, options: &PostgresOptions) -> Result<Route, Store
                 line
             })
             .collect();
-        (connect, Protocol::Inline { prefix })
+        let procedure = format!("{}.docket_prepare", options.schema);
+        (connect, Protocol::Inline { prefix, procedure })
     } else {
         let mut connect = parse("connection URL", url)?;
         let settings = options.session_settings();
@@ -208,7 +213,7 @@ mod tests {
             &options,
         )
         .expect("route");
-        let Protocol::Inline { prefix } = &route.protocol else {
+        let Protocol::Inline { prefix, .. } = &route.protocol else {
             panic!("inline statements behind a transaction pooler");
         };
         assert_eq!(
@@ -265,7 +270,7 @@ mod tests {
             &pooled(),
         )
         .expect("encoded");
-        let Protocol::Inline { prefix } = route.protocol else {
+        let Protocol::Inline { prefix, .. } = route.protocol else {
             panic!("inline");
         };
         assert_eq!(prefix, "SET LOCAL application.tag = E'it''s here'; ");

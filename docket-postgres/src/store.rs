@@ -165,7 +165,9 @@ impl PostgresStore {
     pub(crate) fn q<'q>(&'q self, sql: &'q str) -> Statement<'q> {
         match &self.inner.protocol {
             Protocol::Prepared => Statement::prepared(sql),
-            Protocol::Inline { prefix } => Statement::inline(sql, prefix),
+            Protocol::Inline { prefix, procedure } => {
+                Statement::inline(sql, prefix, Some(procedure))
+            }
         }
     }
 

@@ -310,3 +310,95 @@ async fn prepared_statements_behind_a_transaction_pooler_fail_naming_the_url_opt
         "{message}"
     );
 }
+
+/// The statements and memory a plain client sees on the pooler's one server connection.
+async fn server_connection_state(bouncer: &PgBouncer) -> (i64, i64) {
+    let (options, _) = driver_options(&bouncer.docket_url()).expect("options");
+    let mut plain = PgConnection::connect_with(&options).await.expect("connect");
+    let row = sqlx::raw_sql(
+        "SELECT count(*), COALESCE(sum(generic_plans + custom_plans), 0)::bigint
+         FROM pg_prepared_statements WHERE starts_with(name, 'docket_')",
+    )
+    .fetch_one(&mut plain)
+    .await
+    .expect("prepared statements");
+    (
+        row.try_get(0).expect("count"),
+        row.try_get(1).expect("executions"),
+    )
+}
+
+#[tokio::test]
+async fn statements_stay_prepared_on_the_server_connection_and_survive_its_resets() {
+    // One server connection, so a plain client sees what the store left there.
+    let bouncer = bouncer(&[("default_pool_size", "1")]);
+    let (store, _guard) = pooled_store(&bouncer).await;
+    let run = start(&store, &OwnerScope::Tenantless, "r1", t(0)).await;
+    for _ in 0..3 {
+        store.fetch_run(&SYSTEM, &run.id).await.expect("read");
+    }
+    let (kept, executions) = server_connection_state(&bouncer).await;
+    assert!(kept > 0, "statements are kept prepared");
+    for _ in 0..5 {
+        store.fetch_run(&SYSTEM, &run.id).await.expect("read");
+    }
+    let (kept_after, executions_after) = server_connection_state(&bouncer).await;
+    assert_eq!(kept_after, kept, "reads reuse the prepared read");
+    assert_eq!(
+        executions_after,
+        executions + 5,
+        "each read ran the prepared statement"
+    );
+    // The session's memory of its statements goes wrong when they are dropped without a
+    // RESET; the store notices and prepares again. DISCARD ALL resets both.
+    let (options, _) = driver_options(&bouncer.docket_url()).expect("options");
+    let mut plain = PgConnection::connect_with(&options).await.expect("connect");
+    for reset in ["DEALLOCATE ALL", "DISCARD ALL"] {
+        sqlx::raw_sql(reset)
+            .execute(&mut plain)
+            .await
+            .expect("reset the server connection");
+        assert_eq!(
+            store
+                .fetch_run(&SYSTEM, &run.id)
+                .await
+                .expect("read after the reset"),
+            run
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_server_connection_keeps_a_bounded_number_of_statements() {
+    // The procedure behind the cache, called directly with a bound of two.
+    let (store, guard) = PostgresHarness::new().open_store().await.expect("store");
+    let mut conn = PgConnection::connect(&test_url())
+        .await
+        .expect("the PostgreSQL test server must be reachable");
+    let mut names = Vec::new();
+    for n in 0..3 {
+        let name = format!("docket_bound_test_{n}");
+        sqlx::raw_sql(&format!(
+            "CALL {}.docket_prepare('{name}', 'PREPARE {name} AS SELECT {n}', 2, false)",
+            guard.schema()
+        ))
+        .execute(&mut conn)
+        .await
+        .expect("prepare");
+        names.push(name);
+        let kept: Vec<String> = sqlx::query_scalar(
+            "SELECT name::text FROM pg_prepared_statements
+             WHERE starts_with(name, 'docket_') ORDER BY name",
+        )
+        .fetch_all(&mut conn)
+        .await
+        .expect("kept");
+        let expected = if n < 2 {
+            names.clone()
+        } else {
+            vec![names[2].clone()]
+        };
+        assert_eq!(kept, expected, "after preparing {n}");
+    }
+    drop(store);
+}

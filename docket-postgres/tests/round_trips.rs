@@ -1,6 +1,6 @@
 //! Wire-level checks through a counting TCP proxy: the claimed commit's hot path is one round
 //! trip; a connection lost after sending a write is `Ambiguous`, before any write `Unavailable`
-//! and retryable; poll-only mode leaves no named prepared statements behind; behind a
+//! and retryable; poll-only mode leaves only content-addressed statements behind; behind a
 //! transaction pooler every operation costs the round trips it costs on a direct connection.
 
 mod common;
@@ -224,8 +224,10 @@ async fn a_connection_lost_after_sending_a_write_is_ambiguous_and_before_a_read_
         .expect("after reconnecting");
 }
 
-async fn named_statements(store: &PostgresStore) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM pg_prepared_statements")
+/// The session's prepared statements whose name starts with `prefix`.
+async fn named_statements(store: &PostgresStore, prefix: &str) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM pg_prepared_statements WHERE starts_with(name, $1)")
+        .bind(prefix)
         .persistent(false)
         .fetch_one(testing::pool(store))
         .await
@@ -253,17 +255,20 @@ async fn exercise(store: &PostgresStore) {
     store.fetch_run(&SYSTEM, &run.id).await.expect("fetch");
 }
 
+/// Behind a transaction pooler the only statements left on a server connection are Docket's
+/// content-addressed ones (`docket_<hash>`, the same statement whoever prepared it), never
+/// the driver's per-client `sqlx_s_<n>`.
 #[tokio::test]
-async fn poll_only_mode_leaves_no_named_prepared_statements_in_the_session() {
-    let (pooled, _g1) = PostgresHarness::new()
+async fn poll_only_mode_leaves_only_content_addressed_statements_in_the_session() {
+    let (direct, _g1) = PostgresHarness::new()
         .pool_size(1)
         .open_store()
         .await
         .expect("server");
-    exercise(&pooled).await;
+    exercise(&direct).await;
     assert!(
-        named_statements(&pooled).await > 0,
-        "the probe can see cached statements"
+        named_statements(&direct, "sqlx_s_").await > 0,
+        "the probe can see the driver's cached statements"
     );
     let (poll_only, _g2) = PostgresHarness::new()
         .pool_size(1)
@@ -272,7 +277,8 @@ async fn poll_only_mode_leaves_no_named_prepared_statements_in_the_session() {
         .await
         .expect("server");
     exercise(&poll_only).await;
-    assert_eq!(named_statements(&poll_only).await, 0);
+    assert_eq!(named_statements(&poll_only, "sqlx_s_").await, 0);
+    assert!(named_statements(&poll_only, "docket_").await > 0);
 }
 
 /// The round trips of each store operation in one life of a run (`id`), measured at `proxy`.

@@ -81,14 +81,10 @@ impl Element for String {
 impl Literal for [u8] {
     const TYPE: &'static str = "bytea";
     fn write(&self, out: &mut String) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        out.reserve(2 * self.len() + 6);
         // `\x` is bytea's hex input format; the backslash is doubled inside `E'…'`.
+        out.reserve(2 * self.len() + 6);
         out.push_str("E'\\\\x");
-        for byte in self {
-            out.push(char::from(HEX[usize::from(byte >> 4)]));
-            out.push(char::from(HEX[usize::from(byte & 0xf)]));
-        }
+        out.push_str(&hex::encode(self));
         out.push('\'');
     }
 }

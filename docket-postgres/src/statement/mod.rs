@@ -14,6 +14,7 @@
 //! placeholders are found by a small lexer that skips string literals, quoted identifiers,
 //! comments and dollar-quoted bodies ([`placeholders`]).
 
+mod inline;
 mod literal;
 mod placeholders;
 #[cfg(test)]
@@ -23,28 +24,8 @@ use sqlx::postgres::{PgArguments, PgQueryResult, PgRow};
 use sqlx::query::Query;
 use sqlx::{Encode, Executor, PgConnection, Postgres, Type};
 
-pub(crate) use literal::{typed_literal, Literal};
-use placeholders::substitute;
-
-/// A statement rendered with literals and sent as one simple query.
-pub(crate) struct Inline<'q> {
-    sql: &'q str,
-    /// `SET LOCAL …;` statements that run first, in the same implicit transaction.
-    prefix: &'q str,
-    literals: Vec<String>,
-}
-
-impl Inline<'_> {
-    fn render(&self) -> Result<String, sqlx::Error> {
-        let body =
-            substitute(self.sql, &self.literals).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-        Ok(if self.prefix.is_empty() {
-            body
-        } else {
-            format!("{}{body}", self.prefix)
-        })
-    }
-}
+use inline::{Inline, Output, Want};
+pub(crate) use literal::Literal;
 
 /// One statement and its parameters (see the module docs).
 pub(crate) enum Statement<'q> {
@@ -60,13 +41,11 @@ impl<'q> Statement<'q> {
         Statement::Prepared(sqlx::query(sql))
     }
 
-    /// An inline statement run after `prefix` (`SET LOCAL …;` statements, or empty).
-    pub(crate) fn inline(sql: &'q str, prefix: &'q str) -> Self {
-        Statement::Inline(Inline {
-            sql,
-            prefix,
-            literals: Vec::new(),
-        })
+    /// An inline statement run after `prefix` (`SET LOCAL …;` statements, or empty), kept
+    /// prepared on the server connection through `procedure` (`<schema>.docket_prepare`)
+    /// when one is given.
+    pub(crate) fn inline(sql: &'q str, prefix: &'q str, procedure: Option<&'q str>) -> Self {
+        Statement::Inline(Inline::new(sql, prefix, procedure))
     }
 
     /// Binds the next parameter (`$1`, `$2`, … in order).
@@ -77,7 +56,7 @@ impl<'q> Statement<'q> {
         match self {
             Statement::Prepared(query) => Statement::Prepared(query.bind(value)),
             Statement::Inline(mut inline) => {
-                inline.literals.push(typed_literal(&value));
+                inline.push(&value);
                 Statement::Inline(inline)
             }
         }
@@ -94,10 +73,7 @@ impl<'q> Statement<'q> {
     ) -> Result<Option<PgRow>, sqlx::Error> {
         match self {
             Statement::Prepared(query) => conn.fetch_optional(query).await,
-            Statement::Inline(inline) => {
-                let sql = inline.render()?;
-                conn.fetch_optional(sqlx::raw_sql(&sql)).await
-            }
+            Statement::Inline(_) => Ok(self.fetch_all(conn).await?.into_iter().next()),
         }
     }
 
@@ -115,10 +91,10 @@ impl<'q> Statement<'q> {
     ) -> Result<Vec<PgRow>, sqlx::Error> {
         match self {
             Statement::Prepared(query) => conn.fetch_all(query).await,
-            Statement::Inline(inline) => {
-                let sql = inline.render()?;
-                conn.fetch_all(sqlx::raw_sql(&sql)).await
-            }
+            Statement::Inline(inline) => match inline.run(conn, Want::Rows).await? {
+                Output::Rows(rows) => Ok(rows),
+                Output::Affected(_) => Ok(Vec::new()),
+            },
         }
     }
 
@@ -129,10 +105,10 @@ impl<'q> Statement<'q> {
     ) -> Result<PgQueryResult, sqlx::Error> {
         match self {
             Statement::Prepared(query) => conn.execute(query).await,
-            Statement::Inline(inline) => {
-                let sql = inline.render()?;
-                conn.execute(sqlx::raw_sql(&sql)).await
-            }
+            Statement::Inline(inline) => match inline.run(conn, Want::Affected).await? {
+                Output::Affected(done) => Ok(done),
+                Output::Rows(_) => Ok(PgQueryResult::default()),
+            },
         }
     }
 }

@@ -7,7 +7,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use sqlx::{Connection, PgConnection, Row};
 
-use super::{typed_literal, Statement};
+use super::literal::typed_literal;
+use super::Statement;
 
 /// `DOCKET_TEST_POSTGRES_URL` (default the local server), through [`crate::driver_options`]
 /// so that a pooler URL works too. A missing server fails the test.
@@ -117,6 +118,7 @@ async fn inline_round_trip(conn: &mut PgConnection, v: &Values) {
     let row = Statement::inline(
         "SELECT $1 AS text, $2 AS int8, $3 AS int4, $4 AS flag, $5 AS bytes, $6 AS maybe",
         "",
+        None,
     )
     .bind(&v.text)
     .bind(v.int8)
@@ -175,7 +177,7 @@ async fn a_nul_in_text_is_refused_the_same_way_bound_or_inline() {
         .bind("a\0b")
         .fetch_one(&mut conn)
         .await;
-    let inline = Statement::inline("SELECT $1 AS t", "")
+    let inline = Statement::inline("SELECT $1 AS t", "", None)
         .bind("a\0b")
         .fetch_one(&mut conn)
         .await;
