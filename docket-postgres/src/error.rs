@@ -97,7 +97,9 @@ impl PoolerCause {
         if message.starts_with("no such database") {
             return Some(PoolerCause::NoDatabase);
         }
-        let statement = message.contains("prepared statement") || message.contains("portal");
+        // Docket's own kept statements (`docket_<hash>`, pooler mode) are not the driver's.
+        let statement = (message.contains("prepared statement") || message.contains("portal"))
+            && !message.contains("\"docket_");
         match code {
             // protocol_violation ("bind message supplies 3 parameters, but prepared statement
             // … requires 27"), invalid_sql_statement_name ("prepared statement sqlx_s_1 does
@@ -304,6 +306,11 @@ mod tests {
             }
         }
         assert_eq!(hint("08P01", "invalid message format"), None);
+        assert_eq!(
+            hint("26000", "prepared statement \"docket_0a1b\" does not exist"),
+            None,
+            "the pooler mode's own statements are not a misconfiguration"
+        );
         assert_eq!(hint("42P01", "relation \"x\" does not exist"), None);
         let refused = DriverError {
             code: Some("08P01".into()),

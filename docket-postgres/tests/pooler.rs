@@ -402,3 +402,41 @@ async fn a_server_connection_keeps_a_bounded_number_of_statements() {
     }
     drop(store);
 }
+
+#[tokio::test]
+async fn a_kept_statement_whose_table_changed_shape_is_prepared_again() {
+    let bouncer = bouncer(&[("default_pool_size", "1")]);
+    let (store, guard) = pooled_store(&bouncer).await;
+    let run = start(&store, &OwnerScope::Tenantless, "r1", t(0)).await;
+    store.fetch_run(&SYSTEM, &run.id).await.expect("read");
+    let mut admin = PgConnection::connect(&test_url())
+        .await
+        .expect("the PostgreSQL test server must be reachable");
+    let alter = |to: &str| {
+        format!(
+            "ALTER TABLE {}.runs ALTER COLUMN step TYPE {to}",
+            guard.schema()
+        )
+    };
+    sqlx::raw_sql(&alter("numeric"))
+        .execute(&mut admin)
+        .await
+        .expect("reshape");
+    // The kept read now returns numeric steps: prepared again, it reads them (as corrupt).
+    let reshaped = store.fetch_run(&SYSTEM, &run.id).await;
+    assert!(
+        matches!(reshaped, Err(StoreError::Corrupt { .. })),
+        "{reshaped:?}"
+    );
+    sqlx::raw_sql(&alter("bigint"))
+        .execute(&mut admin)
+        .await
+        .expect("shape back");
+    assert_eq!(
+        store
+            .fetch_run(&SYSTEM, &run.id)
+            .await
+            .expect("read after the change"),
+        run
+    );
+}

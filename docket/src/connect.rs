@@ -6,7 +6,8 @@
 //! goes to the Redis client unchanged.
 //!
 //! PostgreSQL URLs are the driver's (`postgres://user@host:port/db?sslmode=…`) plus Docket's
-//! own parameters `schema=NAME` (default `docket`), `pool_size=N` and `poll_only=true` (see
+//! own parameters `schema=NAME` (default `docket`), `pool_size=N`, `pooler=transaction` with
+//! `listen_url=URL` or `poll_only=true` behind a transaction pooler (see
 //! `docket_postgres::parse_url`); connecting brings the schema up to date.
 
 use std::sync::Arc;

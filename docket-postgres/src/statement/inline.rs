@@ -107,8 +107,14 @@ impl<'q> Inline<'q> {
             // The session's memory of its statements was wrong (a DEALLOCATE ALL without a
             // RESET ALL); nothing ran.
             Err(e) if missing(&e, &name) => send(conn, &call(true), want).await,
+            // The tables changed shape under the prepared statement; nothing ran. It is
+            // dropped (where this exchange lands, if it is there) and prepared again.
             Err(e) if reshaped(&e) => {
-                let again = format!("DEALLOCATE {name};\n{}", call(true));
+                let again = format!(
+                    "DO $docket_drop$ BEGIN EXECUTE 'DEALLOCATE {name}';
+EXCEPTION WHEN invalid_sql_statement_name THEN NULL; END $docket_drop$;\n{}",
+                    call(true)
+                );
                 send(conn, &again, want).await
             }
             outcome => outcome,

@@ -3,8 +3,9 @@
 //! acquire), so the floor and the store differ only in what their statements do.
 //!
 //! Behind a transaction pooler (`pooler=transaction` or `poll_only=true`) the store sends each
-//! statement as one simple query with its parameters inline; so does the floor, through the
-//! same pooler.
+//! statement as one simple query with its parameters inline, keeping it prepared per server
+//! connection through its schema's `docket_prepare` procedure; so does the floor, through the
+//! same pooler and the same procedure.
 
 use std::time::Duration;
 
@@ -19,8 +20,9 @@ use crate::bench::BenchError;
 #[derive(Debug)]
 pub(crate) struct PostgresFloor {
     pool: PgPool,
-    /// Statements go through a transaction pooler: parameters inline, no prepared statements.
-    inline: bool,
+    /// Behind a transaction pooler: the store's schema, whose `docket_prepare` keeps the floor's
+    /// statements prepared per server connection (parameters inline, one simple query each).
+    inline: Option<String>,
     commits: String,
     claims: String,
     commit_sql: String,
@@ -50,7 +52,7 @@ impl PostgresFloor {
         let claims = format!("{}.docket_bench_floor_claims", options.schema);
         Ok(PostgresFloor {
             pool,
-            inline: options.transaction_pooled(),
+            inline: options.transaction_pooled().then(|| options.schema.clone()),
             commit_sql: format!(
                 "UPDATE {commits} SET seq = seq + 1 WHERE id = $1 AND seq = $2 AND token = $3"
             ),
@@ -84,6 +86,26 @@ impl PostgresFloor {
             .await
             .map_err(pg_error)
     }
+
+    /// A hot floor statement the way the store sends its own behind a pooler: prepared on the
+    /// server connection by the schema's `docket_prepare` unless it is there already, then
+    /// executed with `literals`, in one simple query.
+    fn cached(schema: &str, sql: &str, types: &str, literals: &[String]) -> String {
+        let definition = |name: &str| format!("PREPARE {name}({types}) AS {sql}");
+        let name = format!("docket_floor_{:016x}", fnv1a(&definition("")));
+        format!(
+            "CALL {schema}.docket_prepare('{name}', {}, 256, false);\nEXECUTE {name}({})",
+            text_literal(&definition(&name)),
+            literals.join(", ")
+        )
+    }
+}
+
+/// FNV-1a, 64 bits: a stable name for a floor statement's text.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// A bench-minted token as a text literal (an escape string, so the meaning of `\` does not
@@ -113,7 +135,7 @@ impl Floor for PostgresFloor {
         let insert = format!(
             "INSERT INTO {t} (id, seq, token) SELECT id, 0, token FROM UNNEST($1::bigint[], $2::text[]) AS u(id, token)"
         );
-        if self.inline {
+        if self.inline.is_some() {
             let ids = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
             let tokens: Vec<String> = tokens.iter().map(|t| text_literal(t)).collect();
             self.inline(
@@ -136,12 +158,17 @@ impl Floor for PostgresFloor {
     }
 
     async fn commit(&self, row: usize, seq: u64, token: &str) -> Result<bool, BenchError> {
-        let affected = if self.inline {
-            let text = self
-                .commit_sql
-                .replace("$1", &row_id(row)?.to_string())
-                .replace("$2", &(seq as i64).to_string())
-                .replace("$3", &text_literal(token));
+        let affected = if let Some(schema) = &self.inline {
+            let text = Self::cached(
+                schema,
+                &self.commit_sql,
+                "int8, int8, text",
+                &[
+                    row_id(row)?.to_string(),
+                    (seq as i64).to_string(),
+                    text_literal(token),
+                ],
+            );
             sqlx::raw_sql(&text).execute(&self.pool).await
         } else {
             sqlx::query(&self.commit_sql)
@@ -186,12 +213,17 @@ impl Floor for PostgresFloor {
 
     async fn claim(&self, limit: u32, token: &str) -> Result<Vec<u64>, BenchError> {
         let now = docket_core::model::Timestamp::now_utc().as_micros();
-        let rows = if self.inline {
-            self.inline(
+        let rows = if let Some(schema) = &self.inline {
+            let text = Self::cached(
+                schema,
                 &self.claim_sql,
+                "text, int8, int8",
                 &[text_literal(token), now.to_string(), limit.to_string()],
-            )
-            .await?
+            );
+            sqlx::raw_sql(&text)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(pg_error)?
         } else {
             sqlx::query(&self.claim_sql)
                 .bind(token)
