@@ -15,6 +15,7 @@ use sqlx::{Connection, Row};
 
 use crate::codec::{self, decode_run_row};
 use crate::error;
+use crate::statement::Statement;
 use crate::store::{finish, scope_binds, Finish, PostgresStore};
 
 /// One returned row of the claim statement, before it becomes a lease or a poison outcome.
@@ -84,11 +85,7 @@ fn preference_code(preference: Option<ClaimClass>) -> Option<i32> {
 }
 
 impl PostgresStore {
-    fn claim_query<'q>(
-        &self,
-        sql: &'q str,
-        policy: &ClaimPolicy,
-    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    fn claim_query<'q>(&'q self, sql: &'q str, policy: &ClaimPolicy) -> Statement<'q> {
         self.q(sql)
             .bind(policy.now.as_micros())
             .bind(expiry_cutoff(policy))
@@ -104,7 +101,7 @@ impl PostgresStore {
         let rows = {
             let mut conn = self.conn().await?;
             self.claim_query(&self.sql().claim_due, policy)
-                .fetch_all(&mut *conn)
+                .fetch_all(&mut conn)
                 .await
                 .map_err(error::sent)?
         };
@@ -133,7 +130,7 @@ impl PostgresStore {
         let mut conn = self.conn().await?;
         let rows = self
             .claim_query(&self.sql().explain_claim_due, policy)
-            .fetch_all(&mut *conn)
+            .fetch_all(&mut conn)
             .await
             .map_err(error::safe)?;
         let lines = rows
@@ -164,32 +161,41 @@ impl PostgresStore {
             policy.max_claim_attempts.get(),
         );
         let mut conn = self.conn().await?;
-        let plan = {
-            let mut tx = conn.begin().await.map_err(error::safe)?;
-            let prepared = sqlx::raw_sql(&format!(
-                "SET LOCAL plan_cache_mode = force_generic_plan;
-                 PREPARE {NAME}(bigint, bigint, bigint, bigint, integer) AS {}",
-                self.sql().claim_due
-            ))
-            .execute(&mut *tx)
-            .await;
-            let plan = match prepared {
-                Ok(_) => {
-                    sqlx::query_scalar::<_, String>(&execute)
-                        .persistent(false)
-                        .fetch_all(&mut *tx)
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            let _ = tx.rollback().await;
-            plan
+        let mut tx = self.begin(&mut conn).await?;
+        // PREPARE is not transactional: the statement outlives the transaction, and behind a
+        // transaction pooler the next transaction may run on another server connection. So it
+        // is deallocated inside this transaction, and the EXPLAIN runs under a savepoint, so
+        // that its failure cannot leave the transaction unable to deallocate.
+        let prepared = sqlx::raw_sql(&format!(
+            "SET LOCAL plan_cache_mode = force_generic_plan;
+             PREPARE {NAME}(bigint, bigint, bigint, bigint, integer) AS {}",
+            self.sql().claim_due
+        ))
+        .execute(&mut *tx)
+        .await;
+        let plan = match prepared {
+            Ok(_) => {
+                let plan = match (*tx).begin().await {
+                    Ok(mut savepoint) => {
+                        let rows = sqlx::raw_sql(&execute).fetch_all(&mut *savepoint).await;
+                        let _ = savepoint.rollback().await;
+                        rows
+                    }
+                    Err(e) => Err(e),
+                };
+                let deallocated = sqlx::raw_sql(&format!("DEALLOCATE {NAME}"))
+                    .execute(&mut *tx)
+                    .await;
+                plan.and_then(|rows| deallocated.map(|_| rows))
+            }
+            Err(e) => Err(e),
         };
-        // Prepared statements outlive transactions: remove it whatever happened above.
-        let _ = sqlx::raw_sql(&format!("DEALLOCATE {NAME}"))
-            .execute(&mut *conn)
-            .await;
-        let lines = plan.map_err(error::safe)?;
+        let _ = tx.rollback().await;
+        let lines = plan
+            .map_err(error::safe)?
+            .iter()
+            .map(|row| row.try_get::<String, _>(0).map_err(error::safe))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(lines.join("\n"))
     }
 
@@ -208,7 +214,7 @@ impl PostgresStore {
             .bind(run_id.as_str())
             .bind(token)
             .bind(now.as_micros())
-            .fetch_optional(&mut *conn)
+            .fetch_optional(&mut conn)
             .await
             .map_err(error::sent)?;
         row.map(|_| ()).ok_or(StoreError::ClaimLost)
@@ -228,7 +234,7 @@ impl PostgresStore {
             .bind(run_id.as_str())
             .bind(token)
             .bind(now.as_micros())
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .map_err(error::sent)?;
         Ok(())
@@ -263,7 +269,7 @@ impl PostgresStore {
             .bind(backoff.is_some())
             .bind(backoff.map_or_else(|| "0".to_owned(), |b| b.base_ms.to_string()))
             .bind(backoff.map_or_else(|| "0".to_owned(), |b| b.cap_ms.to_string()))
-            .fetch_optional(&mut *conn)
+            .fetch_optional(&mut conn)
             .await
             .map_err(error::sent)?;
         match row {
@@ -286,7 +292,7 @@ impl PostgresStore {
         now: Timestamp,
     ) -> Result<Run, StoreError> {
         let mut conn = self.conn().await?;
-        let mut tx = conn.begin().await.map_err(error::safe)?;
+        let mut tx = self.begin(&mut conn).await?;
         let outcome = self.retry_poisoned_in(&mut tx, scope, run_id, now).await;
         finish(tx, outcome).await
     }

@@ -34,7 +34,7 @@ impl PostgresStore {
                 .bind(graph_ref.graph_hash.as_str())
                 .bind(&bytes)
                 .bind(now.as_micros())
-                .fetch_optional(&mut *conn)
+                .fetch_optional(&mut conn)
                 .await
                 .map_err(error::sent)?;
             if inserted.is_some() {
@@ -102,7 +102,7 @@ impl PostgresStore {
             .bind(before.map(|c| c.published_at.as_micros()))
             .bind(before.map(|c| c.graph_hash.as_str()))
             .bind(rows)
-            .fetch_all(&mut *conn)
+            .fetch_all(&mut conn)
             .await
             .map_err(error::safe)?;
         rows.iter()

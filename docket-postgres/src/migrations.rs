@@ -8,9 +8,9 @@
 //! newer version than this build knows is refused rather than used.
 
 use docket_core::store::{Message, StoreError};
-use sqlx::{Executor, PgConnection};
+use sqlx::{Executor, PgConnection, Row};
 
-use crate::error;
+use crate::error::{self, UNIQUE_VIOLATION};
 
 /// One migration: its version, a description and its SQL (`{s}` stands for the schema).
 struct Migration {
@@ -20,13 +20,20 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 1;
+pub const LATEST_VERSION: i32 = 2;
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "runs, events, graph versions, claim indexes",
-    sql: include_str!("sql/v1.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "runs, events, graph versions, claim indexes",
+        sql: include_str!("sql/v1.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "docket_prepare, the statement cache of transaction-pooler mode",
+        sql: include_str!("sql/v2.sql"),
+    },
+];
 
 /// SQLSTATE raised by the migration script when the schema is newer than this build.
 const SCHEMA_TOO_NEW: &str = "DK002";
@@ -38,24 +45,36 @@ const SCHEMA_TOO_NEW: &str = "DK002";
 /// script sent in one round trip, which PostgreSQL runs as one transaction: concurrent
 /// starters serialize on the lock, and a failure anywhere leaves nothing behind.
 ///
+/// A starter that waited for the lock has been seen to fail on the schema the one before it
+/// created (`unique_violation` on `pg_namespace`, four starters through PgBouncer under
+/// load): `CREATE SCHEMA IF NOT EXISTS` looks the name up in the session's catalog caches,
+/// which a wait for an advisory lock does not refresh. Nothing of its script was applied, so
+/// it starts over once, in a new transaction, which sees the schema.
+///
 /// # Errors
 /// `Unavailable` (permanent) when the schema is newer than [`LATEST_VERSION`]; driver errors.
 pub(crate) async fn migrate(conn: &mut PgConnection, schema: &str) -> Result<(), StoreError> {
-    let current = current_version(conn, schema).await?;
-    if current == LATEST_VERSION {
-        return Ok(());
-    }
-    if current > LATEST_VERSION {
-        return Err(too_new(schema, current));
-    }
-    let script = migration_script(schema);
-    // A plain string without arguments goes out as one simple query.
-    match (&mut *conn).execute(script.as_str()).await {
-        Ok(_) => Ok(()),
-        Err(e) if error::sqlstate(&e).as_deref() == Some(SCHEMA_TOO_NEW) => {
-            Err(StoreError::permanent(error::DriverError::from_sqlx(&e)))
+    let mut raced = false;
+    loop {
+        let current = current_version(conn, schema).await?;
+        if current == LATEST_VERSION {
+            return Ok(());
         }
-        Err(e) => Err(error::sent(e)),
+        if current > LATEST_VERSION {
+            return Err(too_new(schema, current));
+        }
+        let script = migration_script(schema);
+        // A plain string without arguments goes out as one simple query.
+        match (&mut *conn).execute(script.as_str()).await {
+            Ok(_) => return Ok(()),
+            Err(e) if error::sqlstate(&e).as_deref() == Some(SCHEMA_TOO_NEW) => {
+                return Err(StoreError::permanent(error::DriverError::from_sqlx(&e)))
+            }
+            Err(e) if !raced && error::sqlstate(&e).as_deref() == Some(UNIQUE_VIOLATION) => {
+                raced = true;
+            }
+            Err(e) => return Err(error::sent(e)),
+        }
     }
 }
 
@@ -108,22 +127,27 @@ $docket_migrate$;"
 }
 
 /// The schema's recorded version, 0 when it has no bookkeeping table yet.
+///
+/// Simple queries without parameters (the schema name is a validated identifier): one round
+/// trip each, and safe behind a transaction pooler.
 async fn current_version(conn: &mut PgConnection, schema: &str) -> Result<i32, StoreError> {
     let table = format!("{schema}.docket_schema_migrations");
-    let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
-        .bind(&table)
-        .persistent(false)
-        .fetch_one(&mut *conn)
+    let exists: bool = conn
+        .fetch_one(sqlx::raw_sql(&format!(
+            "SELECT to_regclass('{table}') IS NOT NULL"
+        )))
         .await
+        .and_then(|row| row.try_get(0))
         .map_err(error::safe)?;
     if !exists {
         return Ok(0);
     }
-    sqlx::query_scalar(&format!("SELECT COALESCE(max(version), 0) FROM {table}"))
-        .persistent(false)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(error::safe)
+    conn.fetch_one(sqlx::raw_sql(&format!(
+        "SELECT COALESCE(max(version), 0) FROM {table}"
+    )))
+    .await
+    .and_then(|row| row.try_get(0))
+    .map_err(error::safe)
 }
 
 /// Checks, without changing anything, that `schema` is at exactly [`LATEST_VERSION`].

@@ -18,8 +18,7 @@ pub const MAX_POOL_SIZE: u32 = 1_000;
 /// How long establishing a connection may take when none is configured (10 s).
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
 
-/// The sessions' `statement_timeout` when none is configured (30 s; not sent in poll-only
-/// mode).
+/// The `statement_timeout` of every statement when none is configured (30 s).
 pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 30_000;
 
 /// How [`crate::PostgresStore::connect`] sets itself up.
@@ -29,9 +28,17 @@ pub struct PostgresOptions {
     pub schema: String,
     /// Most pooled connections (the LISTEN connection, when used, is extra).
     pub pool_size: u32,
-    /// Transaction-pooler mode: no LISTEN, no named prepared statements, no session settings.
-    /// Wakeups are then unavailable and workers rely on polling.
+    /// No LISTEN connection: wakeups are unavailable and workers rely on polling. Meant for a
+    /// transaction pooler with no direct route to the server, so it implies
+    /// [`Pooler::Transaction`] (see [`PostgresOptions::transaction_pooled`]).
     pub poll_only: bool,
+    /// The connection pooler between the store and the server (URL `pooler=`; default
+    /// [`Pooler::None`]).
+    pub pooler: Pooler,
+    /// A direct URL (no transaction pooler in between) for the LISTEN connection of wakeups
+    /// (URL `listen_url=`, percent-encoded when it has its own `?…`); statements still go to
+    /// the store's URL. `None`: LISTEN on the store's URL.
+    pub listen_url: Option<String>,
     /// Run the schema migrations at connect (default `true`).
     pub migrate: bool,
     /// Allow the `public` schema (default `false`): Docket's tables and function then share
@@ -40,10 +47,10 @@ pub struct PostgresOptions {
     /// `lock_timeout` of the store's sessions, in milliseconds (`None`: the server's).
     /// A statement that waits longer for a row lock fails with a retryable `Unavailable`.
     pub lock_timeout_ms: Option<u64>,
-    /// `statement_timeout` of the store's sessions, in milliseconds: a statement running
+    /// `statement_timeout` of the store's statements, in milliseconds: a statement running
     /// longer fails with a retryable `Unavailable`. `None` means
-    /// [`DEFAULT_STATEMENT_TIMEOUT_MS`], except in poll-only mode, where nothing is sent
-    /// (poolers refuse startup parameters; set the timeout on the database role instead).
+    /// [`DEFAULT_STATEMENT_TIMEOUT_MS`]. Sent as a session setting on a direct connection and
+    /// with `SET LOCAL` in each statement's transaction behind a transaction pooler.
     pub statement_timeout_ms: Option<u64>,
     /// How long establishing a connection may take, in milliseconds (the first connection
     /// at start-up, and every connection the pool opens or waits for). Default
@@ -60,6 +67,8 @@ impl Default for PostgresOptions {
             schema: DEFAULT_SCHEMA.to_owned(),
             pool_size: DEFAULT_POOL_SIZE,
             poll_only: false,
+            pooler: Pooler::None,
+            listen_url: None,
             migrate: true,
             allow_public_schema: false,
             lock_timeout_ms: None,
@@ -99,23 +108,30 @@ impl PostgresOptions {
         .collect()
     }
 
-    /// The `statement_timeout` sent to the server, if any (see
+    /// The `statement_timeout` of every statement (see
     /// [`PostgresOptions::statement_timeout_ms`]).
     #[must_use]
     pub fn effective_statement_timeout_ms(&self) -> Option<u64> {
-        match self.statement_timeout_ms {
-            Some(ms) => Some(ms),
-            None if self.poll_only => None,
-            None => Some(DEFAULT_STATEMENT_TIMEOUT_MS),
-        }
+        Some(
+            self.statement_timeout_ms
+                .unwrap_or(DEFAULT_STATEMENT_TIMEOUT_MS),
+        )
+    }
+
+    /// Whether statements must be safe behind a transaction pooler: `pooler=transaction`, or
+    /// `poll_only=true` (which exists for such deployments).
+    #[must_use]
+    pub fn transaction_pooled(&self) -> bool {
+        self.pooler == Pooler::Transaction || self.poll_only
     }
 
     /// Checks the options.
     ///
     /// # Errors
     /// `InvalidArgument` for a bad or reserved schema name (see [`check_schema_allowed`]), a
-    /// pool size outside `1..=1000`, or a connect or statement timeout outside
-    /// `1..=3600000` ms.
+    /// pool size outside `1..=1000`, a connect or statement timeout outside `1..=3600000` ms,
+    /// a `listen_url` that is not a PostgreSQL URL or that contradicts `poll_only`, and
+    /// `pooler=transaction` without a route for LISTEN (`listen_url`) or `poll_only`.
     pub fn validate(&self) -> Result<(), StoreError> {
         for (name, ms) in [
             ("connect_timeout_ms", Some(self.connect_timeout_ms)),
@@ -136,8 +152,44 @@ impl PostgresOptions {
                 self.pool_size
             )));
         }
-        Ok(())
+        self.validate_pooler()
     }
+
+    fn validate_pooler(&self) -> Result<(), StoreError> {
+        match &self.listen_url {
+            Some(_) if self.poll_only => Err(StoreError::invalid_argument(
+                "listen_url and poll_only=true exclude each other: poll_only turns LISTEN off",
+            )),
+            Some(url) if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) => {
+                Err(StoreError::invalid_argument(
+                    "listen_url must be a postgres:// URL (percent-encode its own ?, & and =)",
+                ))
+            }
+            None if self.pooler == Pooler::Transaction && !self.poll_only => {
+                Err(StoreError::invalid_argument(
+                    "pooler=transaction: LISTEN cannot work through a transaction pooler; add \
+                     listen_url=<a direct postgres:// URL> for push wakeups, or poll_only=true \
+                     to rely on polling",
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The connection pooler between a store and PostgreSQL (URL `pooler=none|transaction`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pooler {
+    /// Connected to the server directly, or through a pooler that gives each client its own
+    /// server connection (PgBouncer `pool_mode = session`): statements are prepared once per
+    /// connection and reused.
+    #[default]
+    None,
+    /// A transaction pooler (PgBouncer `pool_mode = transaction`): consecutive transactions of
+    /// one client may run on different server connections. Every statement is then one simple
+    /// query carrying its own parameters, nothing is sent as a startup parameter, and session
+    /// settings are applied with `SET LOCAL` inside each statement's transaction (crate docs).
+    Transaction,
 }
 
 /// Checks that `name` is a safe, unquoted PostgreSQL identifier: `^[a-z_][a-z0-9_]*$`, at
@@ -175,6 +227,8 @@ pub const URL_OPTIONS: &[&str] = &[
     "connect_timeout_ms",
     "connect_timeout",
     "statement_timeout_ms",
+    "pooler",
+    "listen_url",
 ];
 
 /// Refuses the schemas PostgreSQL keeps for itself — `information_schema` and every `pg_*`
@@ -242,7 +296,9 @@ fn is_driver_param(key: &str) -> bool {
 /// | `allow_public_schema` | `true`/`1` or `false`/`0` | `false` |
 /// | `connect_timeout_ms` | `1..=3600000` | `10000` |
 /// | `connect_timeout` | seconds, `1..=3600` (libpq's name; not with `connect_timeout_ms`) | |
-/// | `statement_timeout_ms` | `1..=3600000` | `30000` (none in poll-only mode) |
+/// | `statement_timeout_ms` | `1..=3600000` | `30000` |
+/// | `pooler` | `none` or `transaction` | `none` |
+/// | `listen_url` | a direct `postgres://` URL, percent-encoded | the store's URL |
 ///
 /// `schema` may not name a PostgreSQL system schema (`information_schema`, `pg_*`), nor
 /// `public` without `allow_public_schema=true` (see [`check_schema_allowed`]).
@@ -305,6 +361,24 @@ pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
             "statement_timeout_ms" => {
                 options.statement_timeout_ms =
                     Some(number("postgres", key, value, 1..=MAX_TIMEOUT_MS)?);
+            }
+            "pooler" => {
+                options.pooler = match value {
+                    Some("none") => Pooler::None,
+                    Some("transaction") => Pooler::Transaction,
+                    other => {
+                        return Err(StoreError::invalid_argument(format!(
+                            "postgres URL option pooler must be none or transaction, got {:?}",
+                            excerpt(other.unwrap_or_default())
+                        )))
+                    }
+                };
+            }
+            "listen_url" => {
+                let decoded = percent_encoding::percent_decode_str(value.unwrap_or_default())
+                    .decode_utf8()
+                    .map_err(|_| StoreError::invalid_argument("listen_url is not UTF-8"))?;
+                options.listen_url = Some(decoded.into_owned());
             }
             driver if is_driver_param(driver) => kept.push(raw),
             unknown => {
@@ -408,8 +482,12 @@ mod tests {
             options.effective_statement_timeout_ms(),
             Some(DEFAULT_STATEMENT_TIMEOUT_MS)
         );
+        // Behind a pooler the timeout still applies (as `SET LOCAL` in each statement).
         let (_, options) = parse_url("postgres://h/db?poll_only=true").expect("poll only");
-        assert_eq!(options.effective_statement_timeout_ms(), None);
+        assert_eq!(
+            options.effective_statement_timeout_ms(),
+            Some(DEFAULT_STATEMENT_TIMEOUT_MS)
+        );
         for bad in [
             "postgres://h/db?connect_timeout=0",
             "postgres://h/db?connect_timeout=3601",
@@ -427,5 +505,51 @@ mod tests {
         let err = parse_url("postgres://h/db?pool_size=5000").expect_err("too large");
         assert!(err.to_string().contains("1..=1000"), "{err}");
         assert!(parse_url("mysql://h/db").is_err());
+    }
+
+    #[test]
+    fn pooler_options_name_their_fix() {
+        let direct = "postgres%3A%2F%2Fu%40h%3A5432%2Fdb%3Fsslmode%3Ddisable";
+        let (url, options) = parse_url(&format!(
+            "postgres://u@h:6432/db?pooler=transaction&listen_url={direct}&sslmode=disable"
+        ))
+        .expect("url");
+        assert_eq!(url, "postgres://u@h:6432/db?sslmode=disable");
+        assert_eq!(options.pooler, Pooler::Transaction);
+        assert_eq!(
+            options.listen_url.as_deref(),
+            Some("postgres://u@h:5432/db?sslmode=disable")
+        );
+        assert!(options.transaction_pooled());
+        let (_, raw) =
+            parse_url("postgres://h/db?pooler=transaction&listen_url=postgres://u@h:5432/db")
+                .expect("a raw listen_url without its own query");
+        assert_eq!(raw.listen_url.as_deref(), Some("postgres://u@h:5432/db"));
+        let (_, polling) = parse_url("postgres://h/db?poll_only=true").expect("url");
+        assert!(
+            polling.transaction_pooled(),
+            "poll_only keeps meaning a pooler"
+        );
+        let error = |url: &str| parse_url(url).expect_err(url).to_string();
+        for (url, names) in [
+            (
+                "postgres://h/db?pooler=transaction",
+                ["listen_url", "poll_only=true"],
+            ),
+            (
+                "postgres://h/db?poll_only=true&listen_url=postgres://h/db",
+                ["listen_url", "poll_only"],
+            ),
+            (
+                "postgres://h/db?listen_url=redis://h",
+                ["listen_url", "postgres://"],
+            ),
+            ("postgres://h/db?pooler=session", ["pooler", "transaction"]),
+        ] {
+            let message = error(url);
+            for name in names {
+                assert!(message.contains(name), "{url}: {message}");
+            }
+        }
     }
 }

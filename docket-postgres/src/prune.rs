@@ -18,7 +18,7 @@ impl PostgresStore {
     pub(crate) async fn do_prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
         queries::validate_prune_policy(policy)?;
         let mut conn = self.conn().await?;
-        let mut tx = conn.begin().await.map_err(error::safe)?;
+        let mut tx = self.begin(&mut conn).await?;
         let outcome = self.prune_in(&mut tx, policy).await;
         finish(tx, outcome).await
     }
@@ -70,7 +70,7 @@ impl PostgresStore {
                 .q(&self.sql().prune_graphs)
                 .bind(keep)
                 .bind(batch)
-                .execute(&mut *savepoint)
+                .execute(&mut savepoint)
                 .await
             {
                 Ok(done) => {

@@ -4,7 +4,7 @@
 use docket_core::model::{Event, EventPage, EventQuery, RunId, RunInfo, RunPage, RunQuery, Scope};
 use docket_core::store::rules::queries;
 use docket_core::store::StoreError;
-use sqlx::{QueryBuilder, Row};
+use sqlx::Row;
 
 use crate::codec::{decode_event_row, decode_run_row, decode_summary, StoredRun};
 use crate::error;
@@ -25,7 +25,7 @@ impl PostgresStore {
             .bind(run_id.as_str())
             .bind(system)
             .bind(scope_key)
-            .fetch_optional(&mut *conn)
+            .fetch_optional(&mut conn)
             .await
             .map_err(error::safe)?;
         row.as_ref().map(decode_run_row).transpose()
@@ -57,42 +57,67 @@ impl PostgresStore {
         query: &RunQuery,
     ) -> Result<RunPage, StoreError> {
         queries::validate_run_query(query)?;
-        let mut sql = QueryBuilder::new(format!(
+        // The filters a query uses, in placeholder order; the statement text is built first
+        // and the values bound after it, in the same order.
+        let owner = scope.as_owner().map(|o| o.scope_key().to_owned());
+        let statuses: Option<Vec<String>> = query
+            .statuses
+            .as_ref()
+            .map(|s| s.iter().map(|s| s.as_str().to_owned()).collect());
+        let mut sql = format!(
             "SELECT {SUMMARY_COLUMNS} FROM {} WHERE true",
             self.sql().runs_table
+        );
+        let mut placeholders = 0;
+        let mut next = || {
+            placeholders += 1;
+            format!("${placeholders}")
+        };
+        if owner.is_some() {
+            sql.push_str(&format!(" AND scope_key = {}", next()));
+        }
+        if query.before.is_some() {
+            sql.push_str(&format!(
+                " AND (started_at, run_id) < ({}, {}::text COLLATE \"C\")",
+                next(),
+                next()
+            ));
+        }
+        if query.graph_id.is_some() {
+            sql.push_str(&format!(" AND graph_id = {}", next()));
+        }
+        if query.graph_hash.is_some() {
+            sql.push_str(&format!(" AND graph_hash = {}", next()));
+        }
+        if statuses.is_some() {
+            sql.push_str(&format!(" AND status = ANY({})", next()));
+        }
+        sql.push_str(&format!(
+            " ORDER BY started_at DESC, run_id DESC LIMIT {}",
+            next()
         ));
-        if let Some(owner) = scope.as_owner() {
-            sql.push(" AND scope_key = ")
-                .push_bind(owner.scope_key().to_owned());
+        let mut statement = self.q(&sql);
+        if let Some(owner) = owner {
+            statement = statement.bind(owner);
         }
         if let Some(cursor) = &query.before {
-            sql.push(" AND (started_at, run_id) < (")
-                .push_bind(cursor.started_at.as_micros())
-                .push(", ")
-                .push_bind(cursor.run_id.as_str().to_owned())
-                .push("::text COLLATE \"C\")");
+            statement = statement
+                .bind(cursor.started_at.as_micros())
+                .bind(cursor.run_id.as_str());
         }
         if let Some(graph_id) = &query.graph_id {
-            sql.push(" AND graph_id = ")
-                .push_bind(graph_id.as_str().to_owned());
+            statement = statement.bind(graph_id.as_str());
         }
         if let Some(graph_hash) = &query.graph_hash {
-            sql.push(" AND graph_hash = ")
-                .push_bind(graph_hash.as_str().to_owned());
+            statement = statement.bind(graph_hash.as_str());
         }
-        if let Some(statuses) = &query.statuses {
-            let names: Vec<String> = statuses.iter().map(|s| s.as_str().to_owned()).collect();
-            sql.push(" AND status = ANY(").push_bind(names).push(")");
+        if let Some(statuses) = statuses {
+            statement = statement.bind(statuses);
         }
-        sql.push(" ORDER BY started_at DESC, run_id DESC LIMIT ")
-            .push_bind(i64::from(query.limit) + 1);
+        let statement = statement.bind(i64::from(query.limit) + 1);
         let rows = {
             let mut conn = self.conn().await?;
-            sql.build()
-                .persistent(!self.inner.poll_only)
-                .fetch_all(&mut *conn)
-                .await
-                .map_err(error::safe)?
+            statement.fetch_all(&mut conn).await.map_err(error::safe)?
         };
         let runs = rows
             .iter()
@@ -118,7 +143,7 @@ impl PostgresStore {
             .bind(seq)
             .bind(system)
             .bind(scope_key)
-            .fetch_optional(&mut *conn)
+            .fetch_optional(&mut conn)
             .await
             .map_err(error::safe)?
             .ok_or(StoreError::NotFound)?;
@@ -137,7 +162,7 @@ impl PostgresStore {
             .bind(run_id.as_str())
             .bind(system)
             .bind(scope_key)
-            .fetch_optional(&mut *conn)
+            .fetch_optional(&mut conn)
             .await
             .map_err(error::safe)?
             .ok_or(StoreError::NotFound)?;
@@ -161,7 +186,7 @@ impl PostgresStore {
                 .bind(i64::from(query.limit))
                 .bind(system)
                 .bind(scope_key)
-                .fetch_all(&mut *conn)
+                .fetch_all(&mut conn)
                 .await
                 .map_err(error::safe)?
         };

@@ -1,21 +1,21 @@
 //! The store value: pool, rendered statements, options, wakeup hub.
 
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use docket_core::model::Scope;
 use docket_core::store::{Message, StoreError};
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::query::Query;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, Executor, PgConnection, Postgres, Transaction};
 
 use crate::error;
 use crate::migrations;
 use crate::options::PostgresOptions;
+use crate::pooler::{self, Protocol, Route};
 use crate::sql::Sql;
+use crate::statement::Statement;
 use crate::wakeups::WakeHub;
 
 /// The PostgreSQL implementation of Docket's `RunStore` and `GraphStore`.
@@ -32,6 +32,9 @@ pub(crate) struct Inner {
     pub schema: String,
     pub sql: Sql,
     pub poll_only: bool,
+    pub protocol: Protocol,
+    /// The statement that opens a transaction (`None`: sqlx's plain `BEGIN`).
+    pub begin: Option<String>,
     pub wake: WakeHub,
 }
 
@@ -40,6 +43,7 @@ impl fmt::Debug for PostgresStore {
         f.debug_struct("PostgresStore")
             .field("schema", &self.inner.schema)
             .field("poll_only", &self.inner.poll_only)
+            .field("protocol", &self.inner.protocol)
             .finish_non_exhaustive()
     }
 }
@@ -52,19 +56,11 @@ impl PostgresStore {
     /// `InvalidArgument` (bad URL or options), `Unavailable` (server unreachable, schema
     /// newer than this build, schema missing when `migrate` is false).
     pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
-        options.validate()?;
-        let mut connect = PgConnectOptions::from_str(url)
-            .map_err(|e| StoreError::invalid_argument(format!("connection URL: {e}")))?;
-        let settings = options.session_settings();
-        if !settings.is_empty() {
-            connect = connect.options(settings);
-        }
-        if options.poll_only {
-            // Transaction poolers cannot keep named prepared statements across transactions,
-            // and many refuse startup parameters they do not track (sqlx would send
-            // `extra_float_digits`, which Docket never needs: it stores no SQL floats).
-            connect = connect.statement_cache_capacity(0).extra_float_digits(None);
-        }
+        let Route {
+            connect,
+            protocol,
+            listen,
+        } = pooler::route(url, &options)?;
         let pool = PgPoolOptions::new()
             .max_connections(options.pool_size)
             // A liveness ping per acquire would double the round trips of every call; broken
@@ -89,19 +85,34 @@ impl PostgresStore {
             let _ = conn.close().await;
             prepared?;
         }
-        let wake = WakeHub::new(connect, schema.clone(), options.poll_only);
+        if let (Some(listen), Some(_)) = (&listen, &options.listen_url) {
+            // A separate route for LISTEN is checked now, not at the first subscription, so
+            // a wrong listen_url fails at start-up instead of silently costing every hint.
+            let conn = PgConnection::connect_with(listen).await.map_err(|e| {
+                StoreError::invalid_argument(format!(
+                    "listen_url: cannot connect ({})",
+                    error::DriverError::from_sqlx(&e)
+                ))
+            })?;
+            let _ = conn.close().await;
+        }
+        let wake = WakeHub::new(listen, schema.clone());
+        let begin = protocol.begin_statement();
         Ok(PostgresStore {
             inner: Arc::new(Inner {
                 pool,
                 sql: Sql::render(&schema),
                 schema,
                 poll_only: options.poll_only,
+                protocol,
+                begin,
                 wake,
             }),
         })
     }
 
-    /// Connects with [`crate::parse_url`]: `postgres://…?schema=name&pool_size=N&poll_only=true`.
+    /// Connects with [`crate::parse_url`]:
+    /// `postgres://…?schema=name&pool_size=N&pooler=transaction&listen_url=…` (or `poll_only=true`).
     ///
     /// # Errors
     /// As [`PostgresStore::connect`].
@@ -119,9 +130,7 @@ impl PostgresStore {
     /// `InvalidArgument` (bad URL or options), `Unavailable` (server unreachable, or the
     /// schema is locked by live sessions past the server's lock timeout).
     pub async fn drop_schema(url: &str) -> Result<String, StoreError> {
-        let (url, options) = crate::options::parse_url(url)?;
-        let connect = PgConnectOptions::from_str(&url)
-            .map_err(|e| StoreError::invalid_argument(format!("connection URL: {e}")))?;
+        let (connect, options) = pooler::driver_options(url)?;
         let mut conn = connect_within(&connect, options.connect_timeout_ms).await?;
         let sql = format!("DROP SCHEMA IF EXISTS {} CASCADE", options.schema);
         let dropped = (&mut conn).execute(sql.as_str()).await;
@@ -142,10 +151,34 @@ impl PostgresStore {
         self.inner.poll_only
     }
 
-    /// A statement with this store's statement-caching mode (never a named prepared statement
-    /// in poll-only mode).
-    pub(crate) fn q<'q>(&self, sql: &'q str) -> Query<'q, Postgres, PgArguments> {
-        sqlx::query(sql).persistent(!self.inner.poll_only)
+    /// Whether the store sends its statements in a transaction pooler's terms (see
+    /// [`crate::Pooler::Transaction`]).
+    #[must_use]
+    pub fn is_transaction_pooled(&self) -> bool {
+        matches!(self.inner.protocol, Protocol::Inline { .. })
+    }
+
+    /// A statement sent the way this store's connections need (prepared, or inline behind a
+    /// transaction pooler).
+    pub(crate) fn q<'q>(&'q self, sql: &'q str) -> Statement<'q> {
+        match &self.inner.protocol {
+            Protocol::Prepared => Statement::prepared(sql),
+            Protocol::Inline { prefix, procedure } => {
+                Statement::inline(sql, prefix, Some(procedure))
+            }
+        }
+    }
+
+    /// Opens a transaction on `conn`, with the session settings behind a transaction pooler.
+    pub(crate) async fn begin<'c>(
+        &self,
+        conn: &'c mut PgConnection,
+    ) -> Result<Transaction<'c, Postgres>, StoreError> {
+        match &self.inner.begin {
+            None => conn.begin().await,
+            Some(statement) => conn.begin_with(statement.clone()).await,
+        }
+        .map_err(error::safe)
     }
 
     /// A pooled connection; failing to get one never wrote anything.

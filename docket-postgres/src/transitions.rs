@@ -13,17 +13,16 @@ use docket_core::store::rules::transition::{allowed_from, Commit, Init};
 use docket_core::store::{
     ClaimedCommit, ClaimedSchedule, InitProposal, StoreError, UnclaimedCommit,
 };
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 use crate::codec::{
     self, decode_event_for_merge, decode_head_row, EventArrays, OpsColumns, RunColumns,
 };
 use crate::error::{self, EVENT_CONFLICT, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
+use crate::statement::Statement;
 use crate::store::{finish, scope_binds, Finish, PostgresStore};
 
-type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
-
-fn bind_events<'q>(query: PgQuery<'q>, arrays: EventArrays) -> PgQuery<'q> {
+fn bind_events(query: Statement<'_>, arrays: EventArrays) -> Statement<'_> {
     query
         .bind(arrays.seq)
         .bind(arrays.event_type)
@@ -36,7 +35,7 @@ fn bind_events<'q>(query: PgQuery<'q>, arrays: EventArrays) -> PgQuery<'q> {
         .bind(arrays.occurred_at)
 }
 
-fn bind_ops<'q>(query: PgQuery<'q>, ops: OpsColumns) -> PgQuery<'q> {
+fn bind_ops(query: Statement<'_>, ops: OpsColumns) -> Statement<'_> {
     query
         .bind(ops.claim_token)
         .bind(ops.claimed_at)
@@ -86,7 +85,7 @@ impl PostgresStore {
             .bind(now);
         let query = bind_events(query, arrays).bind(notify).bind(self.schema());
         let mut conn = self.conn().await?;
-        match query.fetch_one(&mut *conn).await {
+        match query.fetch_one(&mut conn).await {
             Ok(row) => {
                 let inserted: i64 = row.try_get("inserted").map_err(error::safe)?;
                 if inserted == 1 {
@@ -126,9 +125,9 @@ impl PostgresStore {
         let now = commit.now().as_micros();
         let notify = matches!(commit.fence().schedule(), ClaimedSchedule::Release(_))
             && wake_is_due(new_ops.wake_at, now);
-        let allowed: Vec<&str> = allowed_from(run.status)
+        let allowed: Vec<String> = allowed_from(run.status)
             .iter()
-            .map(|status| status.as_str())
+            .map(|status| status.as_str().to_owned())
             .collect();
         let (system, scope_key) = scope_binds(scope);
         let query = self
@@ -163,7 +162,7 @@ impl PostgresStore {
             .bind(new_ops.poison_reason);
         let result = {
             let mut conn = self.conn().await?;
-            query.fetch_one(&mut *conn).await
+            query.fetch_one(&mut conn).await
         };
         match result {
             Ok(row) => {
@@ -198,7 +197,7 @@ impl PostgresStore {
                 .bind(commit.run().id.as_str())
                 .bind(system)
                 .bind(scope_key)
-                .fetch_optional(&mut *conn)
+                .fetch_optional(&mut conn)
                 .await
                 .map_err(error::safe)?
         };
@@ -221,7 +220,7 @@ impl PostgresStore {
     ) -> Result<Run, StoreError> {
         let commit = Commit::unclaimed(expected_seq, proposal, &events)?;
         let mut conn = self.conn().await?;
-        let mut tx = conn.begin().await.map_err(error::safe)?;
+        let mut tx = self.begin(&mut conn).await?;
         let outcome = self.commit_unclaimed_in(&mut tx, scope, commit).await;
         finish(tx, outcome.map(Finish::Commit)).await
     }

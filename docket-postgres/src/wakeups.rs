@@ -32,38 +32,35 @@ pub fn listener_application_name(schema: &str) -> String {
 
 /// Starts the listener on first subscription and stops it when the store is dropped.
 pub(crate) struct WakeHub {
-    connect: PgConnectOptions,
+    /// The LISTEN connection's options; `None` in poll-only mode.
+    connect: Option<PgConnectOptions>,
     schema: String,
-    disabled: bool,
     state: Mutex<Option<(broadcast::Sender<()>, JoinHandle<()>)>>,
 }
 
 impl WakeHub {
-    pub(crate) fn new(connect: PgConnectOptions, schema: String, disabled: bool) -> Self {
+    /// A hub listening through `connect` (a direct route to the server: LISTEN does not work
+    /// through a transaction pooler), or offering no wakeups when it is `None`.
+    pub(crate) fn new(connect: Option<PgConnectOptions>, schema: String) -> Self {
+        let name = listener_application_name(&schema);
         Self {
-            connect: connect.application_name(&listener_application_name(&schema)),
+            connect: connect.map(|c| c.application_name(&name)),
             schema,
-            disabled,
             state: Mutex::new(None),
         }
     }
 
     /// A new subscription, or `None` in poll-only mode or outside a tokio runtime.
     pub(crate) fn subscribe(&self) -> Option<Wakeups> {
-        if self.disabled {
-            return None;
-        }
+        let connect = self.connect.as_ref()?;
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let receiver = match state.as_ref() {
             Some((sender, task)) if !task.is_finished() => sender.subscribe(),
             _ => {
                 let (sender, receiver) = broadcast::channel(16);
-                let task = runtime.spawn(listen(
-                    self.connect.clone(),
-                    self.schema.clone(),
-                    sender.clone(),
-                ));
+                let task =
+                    runtime.spawn(listen(connect.clone(), self.schema.clone(), sender.clone()));
                 *state = Some((sender, task));
                 receiver
             }

@@ -278,3 +278,71 @@ async fn system_schemas_and_public_are_refused_before_anything_is_created() {
             .expect_err("a repeated schema is refused");
     assert!(err.to_string().contains("more than once"), "{err}");
 }
+
+/// A starter's version check finds no schema; while it waits for the migration lock, the
+/// holder creates the schema (and nothing else). The starter must end with a fully migrated
+/// schema, whether its `CREATE SCHEMA IF NOT EXISTS` sees the new schema or collides with it
+/// and starts over.
+#[tokio::test]
+async fn a_starter_that_waited_while_another_created_the_schema_still_migrates() {
+    let (_store, guard) = open().await;
+    let schema = format!("{}_w", guard.schema());
+    let mut holder = admin().await;
+    let mut tx = holder.begin().await.expect("begin");
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("docket:migrate:{schema}"))
+        .execute(&mut *tx)
+        .await
+        .expect("take the migration lock");
+    let starter = tokio::spawn({
+        let schema = schema.clone();
+        async move {
+            PostgresStore::connect(
+                &test_url(),
+                PostgresOptions {
+                    pool_size: 1,
+                    ..PostgresOptions::with_schema(schema)
+                },
+            )
+            .await
+            .map(|_| ())
+        }
+    });
+    let mut watcher = admin().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+               AND pid IN (SELECT pid FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%')",
+        )
+        .bind(&schema)
+        .fetch_one(&mut watcher)
+        .await
+        .expect("locks");
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the starter never waited for the lock"
+        );
+        tokio::task::yield_now().await;
+    }
+    sqlx::raw_sql(&format!("CREATE SCHEMA {schema}"))
+        .execute(&mut *tx)
+        .await
+        .expect("create the schema under the lock");
+    tx.commit().await.expect("commit");
+    let migrated = starter.await.expect("task");
+    let version: Result<i32, _> = sqlx::query_scalar(&format!(
+        "SELECT max(version) FROM {schema}.docket_schema_migrations"
+    ))
+    .fetch_one(&mut watcher)
+    .await;
+    sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE"))
+        .execute(&mut watcher)
+        .await
+        .expect("drop");
+    migrated.expect("the starter migrates");
+    assert_eq!(version.expect("version"), LATEST_VERSION);
+}

@@ -1,15 +1,16 @@
 //! Wire-level checks through a counting TCP proxy: the claimed commit's hot path is one round
 //! trip; a connection lost after sending a write is `Ambiguous`, before any write `Unavailable`
-//! and retryable; poll-only mode leaves no named prepared statements behind.
+//! and retryable; poll-only mode leaves only content-addressed statements behind; behind a
+//! transaction pooler every operation costs the round trips it costs on a direct connection.
 
 mod common;
 
 use common::proxy::Proxy;
 use common::*;
-use docket_core::model::OwnerScope;
+use docket_core::model::{EventQuery, OwnerScope, RunQuery, RunStatus};
 use docket_core::store::{ClaimedSchedule, ReleaseWake, RunStore, StoreError};
 use docket_postgres::testing::{self, test_url, PostgresHarness};
-use docket_postgres::{PostgresOptions, PostgresStore};
+use docket_postgres::{Pooler, PostgresOptions, PostgresStore};
 
 /// `test_url()` pointed at `proxy`, without TLS (the proxy reads the plain protocol).
 fn through(proxy: &Proxy) -> String {
@@ -223,8 +224,10 @@ async fn a_connection_lost_after_sending_a_write_is_ambiguous_and_before_a_read_
         .expect("after reconnecting");
 }
 
-async fn named_statements(store: &PostgresStore) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM pg_prepared_statements")
+/// The session's prepared statements whose name starts with `prefix`.
+async fn named_statements(store: &PostgresStore, prefix: &str) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM pg_prepared_statements WHERE starts_with(name, $1)")
+        .bind(prefix)
         .persistent(false)
         .fetch_one(testing::pool(store))
         .await
@@ -252,17 +255,20 @@ async fn exercise(store: &PostgresStore) {
     store.fetch_run(&SYSTEM, &run.id).await.expect("fetch");
 }
 
+/// Behind a transaction pooler the only statements left on a server connection are Docket's
+/// content-addressed ones (`docket_<hash>`, the same statement whoever prepared it), never
+/// the driver's per-client `sqlx_s_<n>`.
 #[tokio::test]
-async fn poll_only_mode_leaves_no_named_prepared_statements_in_the_session() {
-    let (pooled, _g1) = PostgresHarness::new()
+async fn poll_only_mode_leaves_only_content_addressed_statements_in_the_session() {
+    let (direct, _g1) = PostgresHarness::new()
         .pool_size(1)
         .open_store()
         .await
         .expect("server");
-    exercise(&pooled).await;
+    exercise(&direct).await;
     assert!(
-        named_statements(&pooled).await > 0,
-        "the probe can see cached statements"
+        named_statements(&direct, "sqlx_s_").await > 0,
+        "the probe can see the driver's cached statements"
     );
     let (poll_only, _g2) = PostgresHarness::new()
         .pool_size(1)
@@ -271,5 +277,107 @@ async fn poll_only_mode_leaves_no_named_prepared_statements_in_the_session() {
         .await
         .expect("server");
     exercise(&poll_only).await;
-    assert_eq!(named_statements(&poll_only).await, 0);
+    assert_eq!(named_statements(&poll_only, "sqlx_s_").await, 0);
+    assert!(named_statements(&poll_only, "docket_").await > 0);
+}
+
+/// The round trips of each store operation in one life of a run (`id`), measured at `proxy`.
+async fn life(store: &PostgresStore, proxy: &Proxy, id: &str) -> Vec<(&'static str, u64)> {
+    let mut counts = Vec::new();
+    let mut since = proxy.round_trips();
+    let mut count = |what: &'static str| {
+        let now = proxy.round_trips();
+        counts.push((what, now - since));
+        since = now;
+    };
+    let owner = OwnerScope::Tenantless;
+    let run = start(store, &owner, id, t(0)).await;
+    count("save_graph + initialize");
+    let lease = claim_one(store, t(1)).await;
+    count("claim_due");
+    let second = next(&run, t(2));
+    let retain = ClaimedSchedule::RetainClaim;
+    store
+        .commit_claimed(
+            &SYSTEM,
+            claimed(second.clone(), 1, &lease.claim_token, retain, t(2)),
+            vec![event(&second, 2, t(2), "moment")],
+        )
+        .await
+        .expect("commit");
+    count("commit_claimed");
+    store.fetch_run(&SYSTEM, &run.id).await.expect("fetch");
+    count("fetch_run");
+    let third = next(&second, t(3));
+    store
+        .commit_unclaimed(
+            &SYSTEM,
+            2,
+            unclaimed(third.clone(), ReleaseWake::Immediate, t(3)),
+            vec![event(&third, 3, t(3), "signal")],
+        )
+        .await
+        .expect("unclaimed commit");
+    count("commit_unclaimed (a transaction)");
+    store
+        .list_runs(
+            &SYSTEM,
+            &RunQuery {
+                limit: 10,
+                statuses: Some(vec![RunStatus::Running]),
+                ..RunQuery::default()
+            },
+        )
+        .await
+        .expect("list runs");
+    count("list_runs");
+    store
+        .list_events(
+            &SYSTEM,
+            &run.id,
+            &EventQuery {
+                after_seq: 0,
+                limit: 10,
+            },
+        )
+        .await
+        .expect("list events");
+    count("list_events");
+    counts
+}
+
+#[tokio::test]
+async fn behind_a_transaction_pooler_every_operation_costs_what_it_costs_directly() {
+    let (_direct_store, direct_guard) = open().await;
+    let (_pooled_store, pooled_guard) = open().await;
+    let direct_proxy = Proxy::start(upstream()).await;
+    let pooled_proxy = Proxy::start(upstream()).await;
+    let direct = proxied(direct_guard.schema(), &direct_proxy).await;
+    let pooled = PostgresStore::connect(
+        &through(&pooled_proxy),
+        PostgresOptions {
+            pool_size: 1,
+            pooler: Pooler::Transaction,
+            // A session setting too: behind a pooler it rides along with every statement.
+            lock_timeout_ms: Some(10_000),
+            listen_url: Some(test_url()),
+            ..PostgresOptions::with_schema(pooled_guard.schema())
+        },
+    )
+    .await
+    .expect("connect in transaction-pooler mode");
+    assert!(pooled.is_transaction_pooled() && !direct.is_transaction_pooled());
+    // The direct store prepares each statement on its connection the first time it runs it
+    // (the second life is the first to find its graph already saved and read it back).
+    for warm in ["warm1", "warm2"] {
+        life(&direct, &direct_proxy, warm).await;
+        life(&pooled, &pooled_proxy, warm).await;
+    }
+    let direct_counts = life(&direct, &direct_proxy, "measured").await;
+    let pooled_counts = life(&pooled, &pooled_proxy, "measured").await;
+    assert_eq!(pooled_counts, direct_counts);
+    assert!(
+        direct_counts.contains(&("commit_claimed", 1)),
+        "{direct_counts:?}"
+    );
 }

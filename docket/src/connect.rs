@@ -10,8 +10,9 @@
 //!   `docket`); the Redis client's own parameters are passed on.
 //! * PostgreSQL URLs are the driver's (`postgres://user@host:port/db?sslmode=…`) plus Docket's
 //!   own parameters, e.g. `schema=NAME` (default `docket`; never a system schema, nor `public`
-//!   without `allow_public_schema=true`), `pool_size=N`, `poll_only=true`; connecting brings
-//!   the schema up to date.
+//!   without `allow_public_schema=true`), `pool_size=N`, and behind a transaction pooler
+//!   `pooler=transaction` with `listen_url=URL` or `poll_only=true` (see
+//!   `docket_postgres::parse_url`); connecting brings the schema up to date.
 //!
 //! A URL may carry a password: show one only through [`redact`] (re-exported from
 //! `docket_core::store::url`), which every log line, error and `--json` output of this crate

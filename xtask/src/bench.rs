@@ -1,10 +1,13 @@
-//! `cargo xtask bench [--backend sqlite|postgres|redis|all] [--smoke] [--seconds S]
-//! [--concurrency N]`: builds the release `docket` binary with every backend and runs
-//! `docket bench` once per backend against a store made for it — a new SQLite file under
+//! `cargo xtask bench [--backend sqlite|postgres|postgres-pgbouncer|redis|all|A,B…] [--smoke]
+//! [--seconds S] [--concurrency N]`: builds the release `docket` binary with every backend and
+//! runs `docket bench` once per backend against a store made for it — a new SQLite file under
 //! `target/bench/`, a new PostgreSQL schema and a new Redis namespace on the local servers —
-//! deleted again after a successful run (`--cleanup`). The tables go to stdout; JSON lines and
-//! PNG charts to `target/bench/<backend>.jsonl` / `.png`, all JSON lines also to
-//! `target/bench/all.jsonl`.
+//! deleted again after a successful run (`--cleanup`). `postgres-pgbouncer` is the PostgreSQL
+//! store (and its floor) through a private PgBouncer in transaction mode (`pooler=transaction`,
+//! LISTEN direct through `listen_url`); when both PostgreSQL variants ran, the end-to-end
+//! runs/s through PgBouncer are printed beside the direct figure with their ratio. The tables
+//! go to stdout; JSON lines and PNG charts to `target/bench/<backend>.jsonl` / `.png`, all
+//! JSON lines also to `target/bench/all.jsonl`.
 //!
 //! `--smoke` runs ≈2.5 s per backend (0.5 s windows, 200-run claim pools): enough to prove the
 //! machinery and its verification work, not to quote. Not part of `ci` (it needs a release
@@ -15,10 +18,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cli::target_dir;
+use crate::pgbouncer::PgBouncer;
 use crate::{cargo, services, step, Result};
 
 /// The backends `--backend all` runs, in order.
-const BACKENDS: [&str; 3] = ["sqlite", "postgres", "redis"];
+const BACKENDS: [&str; 4] = ["sqlite", "postgres", "postgres-pgbouncer", "redis"];
 
 /// Parsed arguments.
 struct Args {
@@ -44,13 +48,22 @@ fn parse(args: &[String]) -> Result<Args> {
         };
         match flag.as_str() {
             "--backend" => {
-                let backend = value()?;
-                parsed.backends = match backend.as_str() {
-                    "all" => BACKENDS.to_vec(),
-                    other => vec![BACKENDS.into_iter().find(|b| *b == other).ok_or_else(|| {
-                        format!("unknown backend {other:?}: sqlite, postgres, redis or all")
-                    })?],
-                };
+                let backends = value()?;
+                parsed.backends = Vec::new();
+                for name in backends.split(',') {
+                    if name == "all" {
+                        parsed.backends = BACKENDS.to_vec();
+                        break;
+                    }
+                    parsed
+                        .backends
+                        .push(BACKENDS.into_iter().find(|b| *b == name).ok_or_else(|| {
+                            format!(
+                                "unknown backend {name:?}: sqlite, postgres, postgres-pgbouncer, \
+                                 redis, all, or a comma-separated list"
+                            )
+                        })?);
+                }
             }
             "--seconds" => parsed.seconds = value()?,
             "--concurrency" => parsed.concurrency = value()?,
@@ -60,8 +73,9 @@ fn parse(args: &[String]) -> Result<Args> {
             }
             other => {
                 return Err(format!(
-                    "unexpected argument {other:?}; expected [--backend sqlite|postgres|redis|all] \
-                     [--smoke] [--seconds S] [--concurrency N]"
+                    "unexpected argument {other:?}; expected [--backend \
+                     sqlite|postgres|postgres-pgbouncer|redis|all|A,B…] [--smoke] [--seconds S] \
+                     [--concurrency N]"
                 ))
             }
         }
@@ -91,10 +105,15 @@ pub fn run(args: &[String]) -> Result {
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let commit = git_commit();
     let tag = std::process::id();
+    let bouncer = if args.backends.contains(&"postgres-pgbouncer") {
+        Some(PgBouncer::start()?)
+    } else {
+        None
+    };
     let mut all = String::new();
     for backend in &args.backends {
         step(&format!("bench: {backend}"));
-        let url = store_url(backend, &out, tag)?;
+        let url = store_url(backend, &out, tag, bouncer.as_ref())?;
         let jsonl = out.join(format!("{backend}.jsonl"));
         let chart = out.join(format!("{backend}.png"));
         let mut command = Command::new(&docket);
@@ -119,8 +138,18 @@ pub fn run(args: &[String]) -> Result {
         );
     }
     let combined = out.join("all.jsonl");
-    std::fs::write(&combined, all)
+    std::fs::write(&combined, &all)
         .map_err(|e| format!("cannot write {}: {e}", combined.display()))?;
+    if let (Some(direct), Some(pooled)) = (
+        figure(&all, "postgres", "e2e_throughput"),
+        figure(&all, "postgres-pooled", "e2e_throughput"),
+    ) {
+        println!(
+            "\nPostgreSQL (c) end-to-end runs/s: direct {direct:.0} /s; through PgBouncer \
+             (transaction mode) {pooled:.0} /s: {:.2}× the direct figure",
+            pooled / direct.max(f64::MIN_POSITIVE)
+        );
+    }
     eprintln!(
         "\nxtask bench: figures in {} (per backend: .jsonl, .png; every line: all.jsonl)",
         out.display()
@@ -128,8 +157,19 @@ pub fn run(args: &[String]) -> Result {
     Ok(())
 }
 
+/// The `value` of `figure` in the JSON lines of `backend` (std-only: our own output).
+fn figure(jsonl: &str, backend: &str, figure: &str) -> Option<f64> {
+    let line = jsonl.lines().find(|line| {
+        line.contains(&format!("\"backend\":\"{backend}\""))
+            && line.contains(&format!("\"figure\":\"{figure}\""))
+    })?;
+    let value = line.split_once("\"value\":")?.1;
+    let end = value.find([',', '}']).unwrap_or(value.len());
+    value[..end].trim().parse().ok()
+}
+
 /// A store that does not exist yet on `backend`'s local server.
-fn store_url(backend: &str, out: &Path, tag: u32) -> Result<String> {
+fn store_url(backend: &str, out: &Path, tag: u32, bouncer: Option<&PgBouncer>) -> Result<String> {
     Ok(match backend {
         "sqlite" => {
             let file: PathBuf = out.join(format!("bench-{tag}.db"));
@@ -145,6 +185,10 @@ fn store_url(backend: &str, out: &Path, tag: u32) -> Result<String> {
                 .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
             let separator = if base.contains('?') { '&' } else { '?' };
             format!("{base}{separator}schema=docket_bench_{tag}")
+        }
+        "postgres-pgbouncer" => {
+            let bouncer = bouncer.ok_or("postgres-pgbouncer needs the private PgBouncer")?;
+            format!("{}&schema=docket_bench_{tag}_pooled", bouncer.docket_url())
         }
         "redis" => {
             let base = std::env::var("DOCKET_TEST_REDIS_URL")

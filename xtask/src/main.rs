@@ -9,14 +9,18 @@
 //! * `cargo xtask redis-restart [--runs N]` — restart a private Redis server while
 //!   `docket worker` processes drive N runs on it: they must reconnect, reload their scripts
 //!   and finish every run with a sound history (run by `ci` with 60 runs).
-//! * `cargo xtask pg-workers [--runs N]` — two `docket worker` processes drain N demo runs
-//!   (default 1,000) on one PostgreSQL schema; every history is checked and the split of the
-//!   work printed (`ci` runs 150).
+//! * `cargo xtask pg-workers [--runs N] [--pgbouncer]` — two `docket worker` processes drain N
+//!   demo runs (default 1,000) on one PostgreSQL schema; every history is checked and the split
+//!   of the work printed (`ci` runs 150, directly and through PgBouncer). `--pgbouncer` sends
+//!   every statement through a private PgBouncer in transaction mode (`pgbouncer.rs`).
+//! * `cargo xtask ci` also runs the whole PostgreSQL conformance suite and the demo through
+//!   that PgBouncer.
 //! * `cargo xtask pg-plan [--runs N]` — prints the plan of the claim statement over N pending
 //!   runs (default 100,000, also in `ci`) and fails on a sequential scan of the runs table.
 
 mod bench;
 mod cli;
+mod pgbouncer;
 mod postgres;
 mod recovery;
 mod redis_restart;
@@ -35,15 +39,24 @@ fn main() -> ExitCode {
         Some("services") => services(),
         Some("recovery") => recovery::run(),
         Some("redis-restart") => redis_restart::run(rest),
-        Some("pg-workers") => postgres::runs_arg(rest, PG_WORKERS_RUNS)
-            .and_then(|runs| services().and_then(|()| postgres::workers(runs))),
+        Some("pg-workers") => {
+            postgres::workers_args(rest, PG_WORKERS_RUNS).and_then(|(runs, pooled)| {
+                services()?;
+                if pooled {
+                    let bouncer = pgbouncer::PgBouncer::start()?;
+                    postgres::workers(runs, Some(&bouncer))
+                } else {
+                    postgres::workers(runs, None)
+                }
+            })
+        }
         Some("bench") => bench::run(rest),
         Some("pg-plan") => postgres::runs_arg(rest, PG_PLAN_RUNS)
             .and_then(|runs| services().and_then(|()| postgres::plan(runs))),
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci|services|recovery|redis-restart [--runs N]|\
-                 pg-workers [--runs N]|pg-plan [--runs N]|\
+                 pg-workers [--runs N] [--pgbouncer]|pg-plan [--runs N]|\
                  bench [--backend sqlite|postgres|redis|all] [--smoke]>"
             );
             return ExitCode::from(2);
@@ -68,9 +81,18 @@ const CI_PG_WORKERS_RUNS: usize = 150;
 const PG_PLAN_RUNS: usize = 100_000;
 
 pub(crate) fn cargo(args: &[&str]) -> Result {
+    cargo_with_env(args, &[])
+}
+
+/// `cargo args…` with extra environment variables.
+pub(crate) fn cargo_with_env(args: &[&str], vars: &[(&str, &str)]) -> Result {
     step(&format!("cargo {}", args.join(" ")));
+    for (name, value) in vars {
+        eprintln!("    with {name}={value}");
+    }
     let status = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
+        .envs(vars.iter().copied())
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if status.success() {
@@ -106,14 +128,45 @@ fn ci() -> Result {
     redis_restart::run(&["--runs".to_owned(), CI_RESTART_RUNS.to_owned()])?;
     let redis = redis.elapsed();
     let postgres = Instant::now();
-    postgres::workers(CI_PG_WORKERS_RUNS)?;
+    postgres::workers(CI_PG_WORKERS_RUNS, None)?;
     postgres::plan(PG_PLAN_RUNS)?;
+    let postgres = postgres.elapsed();
+    let pooled = Instant::now();
+    behind_pgbouncer()?;
+    let pooled = pooled.elapsed();
     eprintln!(
-        "\nxtask ci: all green in {:.0?} (Redis restart: {redis:.1?}; PostgreSQL checks: {:.1?})",
+        "\nxtask ci: all green in {:.0?} (Redis restart: {redis:.1?}; PostgreSQL checks: \
+         {postgres:.1?}; through PgBouncer: {pooled:.1?})",
         started.elapsed(),
-        postgres.elapsed()
     );
     Ok(())
+}
+
+/// Everything PostgreSQL-facing again through a private PgBouncer in transaction mode: the
+/// whole conformance suite (the test binary `cargo test --workspace --all-features` built;
+/// only its `postgres::` cases run), the two-worker drain and the demo.
+fn behind_pgbouncer() -> Result {
+    let bouncer = pgbouncer::PgBouncer::start()?;
+    let url = bouncer.docket_url();
+    let suite = Instant::now();
+    cargo_with_env(
+        &[
+            "test",
+            "--workspace",
+            "--all-features",
+            "--test",
+            "conformance",
+            "--",
+            "postgres::",
+        ],
+        &[("DOCKET_TEST_POSTGRES_URL", &url)],
+    )?;
+    eprintln!(
+        "pgbouncer: the PostgreSQL conformance suite passed through PgBouncer in {:.1?}",
+        suite.elapsed()
+    );
+    postgres::workers(CI_PG_WORKERS_RUNS, Some(&bouncer))?;
+    postgres::demo_through(&bouncer)
 }
 
 fn services() -> Result {

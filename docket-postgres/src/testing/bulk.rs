@@ -99,7 +99,8 @@ pub async fn bulk_insert_runs(
         s = store.schema()
     );
     let mut conn = store.conn().await?;
-    let done = sqlx::query(&sql)
+    let done = store
+        .q(&sql)
         .bind(owner.tenant_id().map(|t| t.as_str()))
         .bind(graph.graph_id.as_str())
         .bind(graph.graph_hash.as_str())
@@ -109,7 +110,7 @@ pub async fn bulk_insert_runs(
         .bind(pending)
         .bind(claimed)
         .bind(total)
-        .execute(&mut *conn)
+        .execute(&mut conn)
         .await
         .map_err(error::sent)?;
     sqlx::raw_sql(&format!("ANALYZE {}.runs", store.schema()))

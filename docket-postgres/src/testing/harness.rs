@@ -23,6 +23,11 @@ use crate::store::PostgresStore;
 pub const DEFAULT_TEST_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 /// The test server URL: `DOCKET_TEST_POSTGRES_URL` or [`DEFAULT_TEST_URL`].
+///
+/// It may carry Docket's own URL parameters: with
+/// `?pooler=transaction&listen_url=<direct URL>` every harness store (and the schema dropper)
+/// goes through a transaction pooler — that is how the conformance suite runs behind
+/// PgBouncer.
 #[must_use]
 pub fn test_url() -> String {
     std::env::var("DOCKET_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_TEST_URL.to_owned())
@@ -95,11 +100,27 @@ impl PostgresHarness {
         }
     }
 
-    /// The URL the stores connect with: the server's, with `synchronous_commit = off` for
-    /// their sessions (see the type docs).
-    fn store_url(&self) -> String {
-        let separator = if self.url.contains('?') { '&' } else { '?' };
-        format!("{}{separator}options[synchronous_commit]=off", self.url)
+    /// The driver URL the stores connect with — the server's, with `synchronous_commit =
+    /// off` for their sessions (see the type docs; behind a transaction pooler that setting
+    /// is sent with `SET LOCAL`) — and the options of the URL's own Docket parameters.
+    fn store_url(&self) -> Result<(String, PostgresOptions), StoreError> {
+        let (url, mut options) = crate::options::parse_url(&self.url)?;
+        let separator = if url.contains('?') { '&' } else { '?' };
+        options.pool_size = self.pool_size;
+        if self.poll_only {
+            options.poll_only = true;
+            options.listen_url = None;
+        }
+        Ok((
+            format!("{url}{separator}options[synchronous_commit]=off"),
+            options,
+        ))
+    }
+
+    /// Whether the stores offer wakeups (not in poll-only mode).
+    fn wakeups(&self) -> bool {
+        !self.poll_only
+            && crate::options::parse_url(&self.url).is_ok_and(|(_, options)| !options.poll_only)
     }
 
     /// A store in a fresh schema, with the guard that drops the schema.
@@ -109,13 +130,12 @@ impl PostgresHarness {
     /// reported naming `DOCKET_TEST_POSTGRES_URL`.
     pub async fn open_store(&self) -> Result<(PostgresStore, SchemaGuard), StoreError> {
         let schema = fresh_schema_name();
+        let (url, options) = self.store_url()?;
         let store = PostgresStore::connect(
-            &self.store_url(),
+            &url,
             PostgresOptions {
                 schema: schema.clone(),
-                pool_size: self.pool_size,
-                poll_only: self.poll_only,
-                ..PostgresOptions::default()
+                ..options
             },
         )
         .await;
@@ -258,8 +278,10 @@ fn drop_loop(url: &str, receiver: &mpsc::Receiver<String>) {
     while let Ok(first) = receiver.recv() {
         let mut batch = vec![first];
         batch.extend(receiver.try_iter().take(31));
+        // SET LOCAL: the setting ends with this statement's implicit transaction, so nothing
+        // is left on a server connection a transaction pooler hands to someone else.
         let sql = format!(
-            "SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {} CASCADE",
+            "SET LOCAL lock_timeout = '10s'; DROP SCHEMA IF EXISTS {} CASCADE",
             batch.join(", ")
         );
         runtime.block_on(async {
@@ -267,7 +289,10 @@ fn drop_loop(url: &str, receiver: &mpsc::Receiver<String>) {
             for _ in 0..2 {
                 let live = match conn.take() {
                     Some(live) => Some(live),
-                    None => PgConnection::connect(url).await.ok(),
+                    None => match crate::pooler::driver_options(url) {
+                        Ok((options, _)) => PgConnection::connect_with(&options).await.ok(),
+                        Err(_) => None,
+                    },
                 };
                 let Some(mut live) = live else { continue };
                 match sqlx::raw_sql(&sql).execute(&mut live).await {
@@ -296,7 +321,7 @@ impl Harness for PostgresHarness {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            wakeups: !self.poll_only,
+            wakeups: self.wakeups(),
             // Not yet: the PostgreSQL registry is built separately; until then its families
             // are reported as skipped.
             ops_registry: false,

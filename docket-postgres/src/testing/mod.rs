@@ -1,6 +1,7 @@
 //! Test support (feature `testing`): the conformance-suite [`Harness`](docket_conformance::Harness)
-//! for PostgreSQL ([`PostgresHarness`]) and SQL helpers that tests need (raw snapshots,
-//! corruption, the operational row with its token, bulk fills, judging the claim plan).
+//! for PostgreSQL ([`PostgresHarness`]), SQL helpers that tests need (raw snapshots,
+//! corruption, the operational row with its token, bulk fills, judging the claim plan) and a
+//! private PgBouncer ([`PgBouncer`]) for tests of transaction-pooler mode.
 //!
 //! Each harness case gets its own schema `docket_t_<uuid>`, dropped (CASCADE) after its
 //! [`SchemaGuard`] is dropped. The server is found through `DOCKET_TEST_POSTGRES_URL`
@@ -8,6 +9,7 @@
 
 mod bulk;
 mod harness;
+mod pgbouncer;
 mod plan;
 
 use docket_core::model::{GraphRef, OperationalState, OwnerScope, RunId, Scope};
@@ -21,6 +23,7 @@ use crate::store::{scope_binds, PostgresStore};
 
 pub use bulk::{bulk_insert_runs, BulkRuns};
 pub use harness::{fresh_schema_name, test_url, PostgresHarness, SchemaGuard, DEFAULT_TEST_URL};
+pub use pgbouncer::PgBouncer;
 pub use plan::{claim_plan_problems, CLAIM_INDEXES};
 
 /// The store's pool, for tests that need raw SQL.
@@ -44,27 +47,32 @@ const SNAPSHOT_ORDER: &[(&str, &str)] = &[
 /// Driver errors.
 pub async fn raw_snapshot(store: &PostgresStore) -> Result<String, StoreError> {
     let mut conn = store.conn().await?;
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT tablename::text FROM pg_tables WHERE schemaname = $1 ORDER BY tablename",
-    )
-    .bind(store.schema())
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(error::safe)?;
+    let tables = store
+        .q("SELECT tablename::text FROM pg_tables WHERE schemaname = $1 ORDER BY tablename")
+        .bind(store.schema())
+        .fetch_all(&mut conn)
+        .await
+        .map_err(error::safe)?
+        .iter()
+        .map(|row| row.try_get::<String, _>(0))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(error::safe)?;
     let mut out = String::new();
     for table in tables {
         let order = SNAPSHOT_ORDER
             .iter()
             .find(|(name, _)| *name == table)
             .map_or("t::text", |(_, key)| key);
-        let rows: String = sqlx::query_scalar(&format!(
-            "SELECT COALESCE(string_agg(t::text, E'\\n' ORDER BY {order}), '')
-             FROM {}.{table} AS t",
-            store.schema()
-        ))
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(error::safe)?;
+        let rows: String = store
+            .q(&format!(
+                "SELECT COALESCE(string_agg(t::text, E'\\n' ORDER BY {order}), '')
+                 FROM {}.{table} AS t",
+                store.schema()
+            ))
+            .fetch_one(&mut conn)
+            .await
+            .and_then(|row| row.try_get(0))
+            .map_err(error::safe)?;
         out.push_str(&format!("== {table}\n{rows}\n"));
     }
     Ok(out)
@@ -120,17 +128,18 @@ pub async fn corrupt_graph(
     graph_ref: &GraphRef,
 ) -> Result<(), StoreError> {
     let mut conn = store.conn().await?;
-    let done = sqlx::query(&format!(
-        "UPDATE {}.graph_versions SET graph = '\\x7b7d'::bytea
-         WHERE scope_key = $1 AND graph_id = $2 AND graph_hash = $3",
-        store.schema()
-    ))
-    .bind(owner.scope_key())
-    .bind(graph_ref.graph_id.as_str())
-    .bind(graph_ref.graph_hash.as_str())
-    .execute(&mut *conn)
-    .await
-    .map_err(error::safe)?;
+    let done = store
+        .q(&format!(
+            "UPDATE {}.graph_versions SET graph = '\\x7b7d'::bytea
+             WHERE scope_key = $1 AND graph_id = $2 AND graph_hash = $3",
+            store.schema()
+        ))
+        .bind(owner.scope_key())
+        .bind(graph_ref.graph_id.as_str())
+        .bind(graph_ref.graph_hash.as_str())
+        .execute(&mut conn)
+        .await
+        .map_err(error::safe)?;
     if done.rows_affected() == 1 {
         Ok(())
     } else {
@@ -145,11 +154,11 @@ async fn exec_one(
     seq: Option<i64>,
 ) -> Result<(), StoreError> {
     let mut conn = store.conn().await?;
-    let mut query = sqlx::query(sql).bind(run_id);
+    let mut query = store.q(sql).bind(run_id);
     if let Some(seq) = seq {
         query = query.bind(seq);
     }
-    let done = query.execute(&mut *conn).await.map_err(error::safe)?;
+    let done = query.execute(&mut conn).await.map_err(error::safe)?;
     if done.rows_affected() == 1 {
         Ok(())
     } else {
@@ -185,7 +194,8 @@ pub async fn write_operational_state(
 ) -> Result<(), StoreError> {
     let columns = crate::codec::encode_ops(ops);
     let mut conn = store.conn().await?;
-    let done = sqlx::query(&store.sql().write_ops)
+    let done = store
+        .q(&store.sql().write_ops)
         .bind(run_id.as_str())
         .bind(columns.claim_token)
         .bind(columns.claimed_at)
@@ -194,7 +204,7 @@ pub async fn write_operational_state(
         .bind(columns.claim_abandons)
         .bind(columns.poisoned_at)
         .bind(columns.poison_reason)
-        .execute(&mut *conn)
+        .execute(&mut conn)
         .await
         .map_err(error::safe)?;
     if done.rows_affected() == 1 {
@@ -212,16 +222,17 @@ pub async fn write_operational_state(
 pub async fn run_row_exists(store: &PostgresStore, run_id: &RunId) -> Result<bool, StoreError> {
     let (system, key) = scope_binds(&Scope::System);
     let mut conn = store.conn().await?;
-    let row = sqlx::query(&format!(
-        "SELECT count(*) AS n FROM {}.runs WHERE run_id = $1 AND ($2 OR scope_key = $3)",
-        store.schema()
-    ))
-    .bind(run_id.as_str())
-    .bind(system)
-    .bind(key)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(error::safe)?;
+    let row = store
+        .q(&format!(
+            "SELECT count(*) AS n FROM {}.runs WHERE run_id = $1 AND ($2 OR scope_key = $3)",
+            store.schema()
+        ))
+        .bind(run_id.as_str())
+        .bind(system)
+        .bind(key)
+        .fetch_one(&mut conn)
+        .await
+        .map_err(error::safe)?;
     let n: i64 = row.try_get("n").map_err(error::safe)?;
     Ok(n == 1)
 }
@@ -237,11 +248,12 @@ pub async fn decode_stored_run(
 ) -> Result<OperationalState, StoreError> {
     let (system, key) = scope_binds(&Scope::System);
     let mut conn = store.conn().await?;
-    let row = sqlx::query(&store.sql().select_run)
+    let row = store
+        .q(&store.sql().select_run)
         .bind(run_id.as_str())
         .bind(system)
         .bind(key)
-        .fetch_optional(&mut *conn)
+        .fetch_optional(&mut conn)
         .await
         .map_err(error::safe)?
         .ok_or(StoreError::NotFound)?;

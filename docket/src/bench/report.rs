@@ -57,7 +57,8 @@ impl Figure {
 /// Everything one `docket bench` run measured and verified.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchReport {
-    /// `sqlite`, `postgres`, `redis` or `memory`.
+    /// `sqlite`, `postgres` (`postgres-pooled` behind a transaction pooler), `redis` or
+    /// `memory`.
     pub backend: String,
     /// Concurrent tasks (and worker vehicles).
     pub concurrency: usize,

@@ -18,7 +18,8 @@ use crate::error::DocketError;
 
 /// The store under test and its floor.
 pub(crate) struct Target {
-    /// `sqlite`, `postgres`, `redis` or `memory` (or a custom store's name).
+    /// `sqlite`, `postgres` (`postgres-pooled` behind a transaction pooler), `redis` or
+    /// `memory` (or a custom store's name).
     pub backend_name: String,
     /// The store.
     pub backend: Arc<dyn Backend>,
@@ -121,20 +122,21 @@ fn purge_sqlite(_url: &str) -> Result<String, BenchError> {
 #[cfg(feature = "postgres")]
 async fn postgres(url: &str) -> Result<Target, BenchError> {
     use sqlx::Connection as _;
-    use std::str::FromStr as _;
 
-    let (driver_url, options) = docket_postgres::parse_url(url)?;
-    let connect = sqlx::postgres::PgConnectOptions::from_str(&driver_url)
-        .map_err(|e| BenchError::Setup(format!("connection URL: {e}")))?;
+    // The store's own driver options, so a URL through a transaction pooler works too; the
+    // schema name is a validated identifier, so one simple query checks it.
+    let (connect, options) = docket_postgres::driver_options(url)?;
     let mut conn = sqlx::PgConnection::connect_with(&connect)
         .await
         .map_err(|e| BenchError::Setup(format!("cannot reach PostgreSQL: {e}")))?;
-    let exists: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)")
-            .bind(&options.schema)
-            .fetch_one(&mut conn)
-            .await
-            .map_err(|e| BenchError::Setup(format!("checking the schema: {e}")))?;
+    let exists: bool = sqlx::raw_sql(&format!(
+        "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = '{}')",
+        options.schema
+    ))
+    .fetch_one(&mut conn)
+    .await
+    .and_then(|row| sqlx::Row::try_get(&row, 0))
+    .map_err(|e| BenchError::Setup(format!("checking the schema: {e}")))?;
     let _ = conn.close().await;
     if exists {
         return Err(BenchError::NotFresh(format!(
@@ -145,7 +147,13 @@ async fn postgres(url: &str) -> Result<Target, BenchError> {
     let store = docket_postgres::PostgresStore::connect_url(url).await?;
     let floor = super::floor::PostgresFloor::connect(url).await?;
     Ok(Target {
-        backend_name: "postgres".into(),
+        // Its own name behind a transaction pooler, so its figures never mix with the direct
+        // ones in a JSON-lines history.
+        backend_name: if options.transaction_pooled() {
+            "postgres-pooled".into()
+        } else {
+            "postgres".into()
+        },
         backend: Arc::new(store),
         floor: Arc::new(floor),
     })

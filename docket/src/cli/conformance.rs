@@ -115,17 +115,14 @@ async fn sqlite(_url: &str, _args: &ConformanceArgs) -> Result<Report, DocketErr
 
 #[cfg(feature = "postgres")]
 async fn postgres(url: &str, args: &ConformanceArgs) -> Result<Report, DocketError> {
-    let (server, options) = docket_postgres::parse_url(url)?;
+    // Checked here for a clear error; the harness reads the URL's Docket parameters itself
+    // (pooler=transaction, listen_url, poll_only: a whole suite behind a pooler).
+    docket_postgres::parse_url(url)?;
     out!(
         "conformance: PostgreSQL; each case uses its own fresh schema in that database \
          (dropped afterwards)"
     );
-    let harness = docket_postgres::testing::PostgresHarness::new().url(server);
-    let harness = if options.poll_only {
-        harness.poll_only()
-    } else {
-        harness
-    };
+    let harness = docket_postgres::testing::PostgresHarness::new().url(url);
     Ok(suite(&harness, args).await)
 }
 

@@ -116,13 +116,14 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
         total = total + stats.snapshot();
     }
     note!(
-        "docket worker: committed {} moments, {} fenced, {} discarded, {} abandoned, {} poisoned, {} recovered from stopped holders",
+        "docket worker: committed {} moments, {} fenced, {} discarded, {} abandoned, {} poisoned, {} recovered from stopped holders, {} wake hints",
         total.moments_committed,
         total.fence_losses,
         total.discards,
         total.abandons,
         total.poisons,
-        total.recovered_steals
+        total.recovered_steals,
+        total.wake_hints
     );
     match ended {
         Ok(done) => done.map(|()| ExitCode::SUCCESS),

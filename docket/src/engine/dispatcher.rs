@@ -235,7 +235,10 @@ impl Dispatcher {
                     self.request(&mut state, PollSource::VehicleExit);
                 }
                 hint = next_hint(&mut wakeups), if wakeups.is_some() => match hint {
-                    Some(()) => self.request(&mut state, PollSource::Notification),
+                    Some(()) => {
+                        self.stats.bump(Counter::WakeHint);
+                        self.request(&mut state, PollSource::Notification);
+                    }
                     None => wakeups = None,
                 },
                 Some(()) = requests.recv() => self.request(&mut state, PollSource::Notification),

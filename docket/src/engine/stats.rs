@@ -25,6 +25,7 @@ pub struct WorkerStats {
     released_unlaunched: AtomicU64,
     polls: AtomicU64,
     poll_requests: AtomicU64,
+    wake_hints: AtomicU64,
     commit_latency: Mutex<Histogram<u64>>,
 }
 
@@ -44,6 +45,7 @@ impl Default for WorkerStats {
             released_unlaunched: AtomicU64::new(0),
             polls: AtomicU64::new(0),
             poll_requests: AtomicU64::new(0),
+            wake_hints: AtomicU64::new(0),
             commit_latency: Mutex::new(new_histogram()),
         }
     }
@@ -83,6 +85,8 @@ pub struct StatsSnapshot {
     pub polls: u64,
     /// Poll requests handled (started, coalesced or skipped for lack of demand).
     pub poll_requests: u64,
+    /// Wake hints the store pushed (its wakeup stream); 0 when it offers none.
+    pub wake_hints: u64,
 }
 
 impl std::ops::Add for StatsSnapshot {
@@ -103,6 +107,7 @@ impl std::ops::Add for StatsSnapshot {
             released_unlaunched: self.released_unlaunched + o.released_unlaunched,
             polls: self.polls + o.polls,
             poll_requests: self.poll_requests + o.poll_requests,
+            wake_hints: self.wake_hints + o.wake_hints,
         }
     }
 }
@@ -122,6 +127,7 @@ pub(crate) enum Counter {
     ReleasedUnlaunched,
     Poll,
     PollRequest,
+    WakeHint,
 }
 
 impl WorkerStats {
@@ -149,6 +155,7 @@ impl WorkerStats {
             Counter::ReleasedUnlaunched => &self.released_unlaunched,
             Counter::Poll => &self.polls,
             Counter::PollRequest => &self.poll_requests,
+            Counter::WakeHint => &self.wake_hints,
         };
         cell.fetch_add(n, Ordering::Relaxed);
     }
@@ -186,6 +193,7 @@ impl WorkerStats {
             released_unlaunched: get(&self.released_unlaunched),
             polls: get(&self.polls),
             poll_requests: get(&self.poll_requests),
+            wake_hints: get(&self.wake_hints),
         }
     }
 

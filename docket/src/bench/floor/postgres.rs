@@ -1,12 +1,16 @@
 //! The PostgreSQL floor: bare tables in the store's schema, reached through an sqlx pool built
 //! like the store's (same URL, pool size, session settings, statement caching, no ping per
 //! acquire), so the floor and the store differ only in what their statements do.
+//!
+//! Behind a transaction pooler (`pooler=transaction` or `poll_only=true`) the store sends each
+//! statement as one simple query with its parameters inline, keeping it prepared per server
+//! connection through its schema's `docket_prepare` procedure; so does the floor, through the
+//! same pooler and the same procedure.
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
 
 use super::{floor_error, row_id, Floor};
@@ -16,7 +20,9 @@ use crate::bench::BenchError;
 #[derive(Debug)]
 pub(crate) struct PostgresFloor {
     pool: PgPool,
-    persistent: bool,
+    /// Behind a transaction pooler: the store's schema, whose `docket_prepare` keeps the floor's
+    /// statements prepared per server connection (parameters inline, one simple query each).
+    inline: Option<String>,
     commits: String,
     claims: String,
     commit_sql: String,
@@ -33,16 +39,8 @@ impl PostgresFloor {
     /// # Errors
     /// A malformed URL or an unreachable server.
     pub(crate) async fn connect(url: &str) -> Result<Self, BenchError> {
-        let (driver_url, options) = docket_postgres::parse_url(url)?;
-        let mut connect = PgConnectOptions::from_str(&driver_url)
-            .map_err(|e| floor_error("postgres", format!("connection URL: {e}")))?;
-        let settings = options.session_settings();
-        if !settings.is_empty() {
-            connect = connect.options(settings);
-        }
-        if options.poll_only {
-            connect = connect.statement_cache_capacity(0).extra_float_digits(None);
-        }
+        // The store's own driver options (behind a pooler: no startup parameters).
+        let (connect, options) = docket_postgres::driver_options(url)?;
         let pool = PgPoolOptions::new()
             .max_connections(options.pool_size)
             .test_before_acquire(false)
@@ -54,7 +52,7 @@ impl PostgresFloor {
         let claims = format!("{}.docket_bench_floor_claims", options.schema);
         Ok(PostgresFloor {
             pool,
-            persistent: !options.poll_only,
+            inline: options.transaction_pooled().then(|| options.schema.clone()),
             commit_sql: format!(
                 "UPDATE {commits} SET seq = seq + 1 WHERE id = $1 AND seq = $2 AND token = $3"
             ),
@@ -75,6 +73,45 @@ impl PostgresFloor {
             .map(|_| ())
             .map_err(pg_error)
     }
+
+    /// `sql` with `$n` replaced by `literals[n - 1]` (the floor's statements have fewer than
+    /// ten parameters and no `$` elsewhere), sent as one simple query.
+    async fn inline(&self, sql: &str, literals: &[String]) -> Result<Vec<PgRow>, BenchError> {
+        let mut text = sql.to_owned();
+        for (i, literal) in literals.iter().enumerate().rev() {
+            text = text.replace(&format!("${}", i + 1), literal);
+        }
+        sqlx::raw_sql(&text)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(pg_error)
+    }
+
+    /// A hot floor statement the way the store sends its own behind a pooler: prepared on the
+    /// server connection by the schema's `docket_prepare` unless it is there already, then
+    /// executed with `literals`, in one simple query.
+    fn cached(schema: &str, sql: &str, types: &str, literals: &[String]) -> String {
+        let definition = |name: &str| format!("PREPARE {name}({types}) AS {sql}");
+        let name = format!("docket_floor_{:016x}", fnv1a(&definition("")));
+        format!(
+            "CALL {schema}.docket_prepare('{name}', {}, 256, false);\nEXECUTE {name}({})",
+            text_literal(&definition(&name)),
+            literals.join(", ")
+        )
+    }
+}
+
+/// FNV-1a, 64 bits: a stable name for a floor statement's text.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A bench-minted token as a text literal (an escape string, so the meaning of `\` does not
+/// depend on the server's settings).
+fn text_literal(text: &str) -> String {
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 #[async_trait]
@@ -95,31 +132,59 @@ impl Floor for PostgresFloor {
         ))
         .await?;
         let ids: Vec<i64> = (0..tokens.len()).map(row_id).collect::<Result<_, _>>()?;
-        sqlx::query(&format!(
+        let insert = format!(
             "INSERT INTO {t} (id, seq, token) SELECT id, 0, token FROM UNNEST($1::bigint[], $2::text[]) AS u(id, token)"
-        ))
-        .bind(ids)
-        .bind(tokens.to_vec())
-        .execute(&self.pool)
-        .await
-        .map_err(pg_error)?;
+        );
+        if self.inline.is_some() {
+            let ids = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+            let tokens: Vec<String> = tokens.iter().map(|t| text_literal(t)).collect();
+            self.inline(
+                &insert,
+                &[
+                    format!("ARRAY[{ids}]"),
+                    format!("ARRAY[{}]::text[]", tokens.join(",")),
+                ],
+            )
+            .await?;
+        } else {
+            sqlx::query(&insert)
+                .bind(ids)
+                .bind(tokens.to_vec())
+                .execute(&self.pool)
+                .await
+                .map_err(pg_error)?;
+        }
         Ok(())
     }
 
     async fn commit(&self, row: usize, seq: u64, token: &str) -> Result<bool, BenchError> {
-        let done = sqlx::query(&self.commit_sql)
-            .persistent(self.persistent)
-            .bind(row_id(row)?)
-            .bind(seq as i64)
-            .bind(token)
-            .execute(&self.pool)
-            .await
-            .map_err(pg_error)?;
-        Ok(done.rows_affected() == 1)
+        let affected = if let Some(schema) = &self.inline {
+            let text = Self::cached(
+                schema,
+                &self.commit_sql,
+                "int8, int8, text",
+                &[
+                    row_id(row)?.to_string(),
+                    (seq as i64).to_string(),
+                    text_literal(token),
+                ],
+            );
+            sqlx::raw_sql(&text).execute(&self.pool).await
+        } else {
+            sqlx::query(&self.commit_sql)
+                .bind(row_id(row)?)
+                .bind(seq as i64)
+                .bind(token)
+                .execute(&self.pool)
+                .await
+        }
+        .map_err(pg_error)?
+        .rows_affected();
+        Ok(affected == 1)
     }
 
     async fn commit_seqs(&self) -> Result<Vec<u64>, BenchError> {
-        let rows = sqlx::query(&format!("SELECT seq FROM {} ORDER BY id", self.commits))
+        let rows = sqlx::raw_sql(&format!("SELECT seq FROM {} ORDER BY id", self.commits))
             .fetch_all(&self.pool)
             .await
             .map_err(pg_error)?;
@@ -148,14 +213,26 @@ impl Floor for PostgresFloor {
 
     async fn claim(&self, limit: u32, token: &str) -> Result<Vec<u64>, BenchError> {
         let now = docket_core::model::Timestamp::now_utc().as_micros();
-        let rows = sqlx::query(&self.claim_sql)
-            .persistent(self.persistent)
-            .bind(token)
-            .bind(now)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(pg_error)?;
+        let rows = if let Some(schema) = &self.inline {
+            let text = Self::cached(
+                schema,
+                &self.claim_sql,
+                "text, int8, int8",
+                &[text_literal(token), now.to_string(), limit.to_string()],
+            );
+            sqlx::raw_sql(&text)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(pg_error)?
+        } else {
+            sqlx::query(&self.claim_sql)
+                .bind(token)
+                .bind(now)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(pg_error)?
+        };
         rows.iter()
             .map(|row| {
                 row.try_get::<i64, _>(0)
@@ -166,7 +243,7 @@ impl Floor for PostgresFloor {
     }
 
     async fn claim_counts(&self) -> Result<(u64, u64), BenchError> {
-        let row = sqlx::query(&format!(
+        let row = sqlx::raw_sql(&format!(
             "SELECT count(*) FILTER (WHERE token IS NULL), count(*) FILTER (WHERE token IS NOT NULL) FROM {}",
             self.claims
         ))

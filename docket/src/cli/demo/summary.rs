@@ -143,6 +143,14 @@ impl Report {
             ("poisons", s.poisons.to_string()),
             ("recovered runs", recovery),
             (
+                "wake hints",
+                if s.wake_hints == 0 {
+                    "none (the workers found due runs by polling)".to_owned()
+                } else {
+                    format!("{} pushed by the store", s.wake_hints)
+                },
+            ),
+            (
                 "throughput",
                 format!(
                     "{:.1} runs/s, {:.1} commits/s",
