@@ -78,7 +78,7 @@ pub enum DocketError {
         reason: String,
     },
     /// The URL's backend is compiled out.
-    #[error("the {scheme}:// backend is not compiled in: enable the cargo feature `{feature}` of the `docket` crate (e.g. `cargo run -p docket --features {feature} -- ...`)")]
+    #[error("the {scheme}:// backend is not compiled in: enable the cargo feature `{feature}` (of the `docket` crate in an application; for the command, `cargo run -p docket-cli --features {feature} -- ...`)")]
     BackendFeatureDisabled {
         /// The URL scheme.
         scheme: String,

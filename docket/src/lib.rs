@@ -1,8 +1,9 @@
 //! # docket
 //!
 //! Durable, graph-shaped workflow runs whose storage is a plug-in: the [`Docket`] client
-//! facade, the worker [`engine`], the standard node library [`nodes`] (`std.*`) and the
-//! `docket` CLI.
+//! facade, the worker [`engine`] and the standard node library [`nodes`] (`std.*`). The
+//! `docket` command (demo, worker process, administration, bench) is the `docket-cli`
+//! package, built on this library.
 //!
 //! ## Cargo features (backends)
 //!
@@ -20,17 +21,9 @@
 //!
 //! * `tokio` runs vehicles, node attempts and timers (the only async runtime the workspace
 //!   uses); `tracing` carries spans and decision events (never tokens or payloads).
-//! * `clap` (derive) for the CLI: typed subcommands and `--help` for free.
-//! * `indicatif` for the demo's progress bar (hidden when stderr is not a terminal), and
-//!   `comfy-table` for its summary table: both small, widely used, and terminal-aware.
-//! * `hdrhistogram` for commit latency percentiles: constant memory, exact enough quantiles,
-//!   mergeable across workers.
-//! * `tracing-subscriber` only in the binary, to print the engine's events (`RUST_LOG`).
-//! * `plotters` (bitmap backend, text through pure-Rust `ab_glyph`) for the PNG chart of
-//!   [`bench`](mod@bench); the backend drivers (`rusqlite`, `sqlx`, `redis`) come with their backend
-//!   features so the bench can measure each store beside a raw floor on the same server.
+//! * `hdrhistogram` for commit latency percentiles in the engine's statistics: constant
+//!   memory, exact enough quantiles, mergeable across workers.
 
-pub mod bench;
 pub mod client;
 pub mod connect;
 pub mod engine;

@@ -1,12 +1,11 @@
-//! The facade and the CLI on PostgreSQL (feature `postgres`): `postgres://…?schema=` URLs,
-//! workers on separate connections sharing one schema, and the demo end to end. Each test
+//! The facade on PostgreSQL (feature `postgres`): `postgres://…?schema=` URLs and workers on
+//! separate connections sharing one schema (the command's tests are in `docket-cli`). Each test
 //! uses its own schema, dropped at the end. The server is `DOCKET_TEST_POSTGRES_URL`
 //! (default `postgres://postgres@127.0.0.1:5432/test`); without one the tests fail.
 #![cfg(feature = "postgres")]
 
 mod support;
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -296,103 +295,4 @@ async fn a_running_node_holds_no_database_connection() {
         );
     }
     worker.shutdown().await;
-}
-
-#[test]
-fn the_demo_and_the_admin_commands_run_on_postgres() {
-    let schema = Schema::fresh("cli");
-    let docket = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_docket"))
-            .args(args)
-            .args(["--backend", &schema.url])
-            .env("RUST_LOG", "error")
-            .output()
-            .expect("the docket binary runs")
-    };
-    let out = docket(&["demo", "--runs", "12"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("result: OK"), "{stdout}");
-    let verify = docket(&["run", "verify", "--expect-terminal"]);
-    let verified = String::from_utf8_lossy(&verify.stdout);
-    assert!(verify.status.success(), "{verified}");
-    assert!(
-        verified.contains("verified 12 runs: 0 with violations"),
-        "{verified}"
-    );
-    // A second demo on the same URL starts from an empty schema.
-    let out = docket(&["demo", "--runs", "4", "--no-workers"]);
-    assert!(out.status.success());
-    let listed = docket(&["run", "list", "--json"]);
-    assert_eq!(
-        String::from_utf8_lossy(&listed.stdout)
-            .matches("\"id\":")
-            .count(),
-        4
-    );
-}
-
-/// A local port that accepts TCP connections and never answers them.
-pub fn silent_listener() -> std::net::SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
-    let addr = listener.local_addr().expect("local address");
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept() {
-            held.push(socket);
-        }
-    });
-    addr
-}
-
-#[test]
-fn a_server_that_never_answers_fails_the_command_at_the_connect_timeout() {
-    let addr = silent_listener();
-    for (query, at_least) in [
-        ("", Duration::from_secs(10)),
-        ("?connect_timeout=1", Duration::from_secs(1)),
-    ] {
-        let url = format!("postgres://postgres@{addr}/test{query}");
-        let out = support::cli::docket(&["run", "list", "--backend", &url])
-            .within(Duration::from_secs(120));
-        assert_eq!(out.status.code(), Some(1), "{url}: {}", out.stderr);
-        assert!(out.stderr.contains("unavailable"), "{}", out.stderr);
-        assert!(out.stderr.contains("connect_timeout_ms"), "{}", out.stderr);
-        assert!(out.elapsed >= at_least, "{url}: {:?}", out.elapsed);
-        assert!(
-            out.elapsed < at_least + Duration::from_secs(10),
-            "{url}: {:?}",
-            out.elapsed
-        );
-    }
-}
-
-#[test]
-fn no_command_prints_the_password_of_a_postgres_url() {
-    // The test server trusts local connections, so any password is accepted.
-    const SECRET: &str = "pg-Secret-7b1f";
-    let schema = Schema::fresh("redact");
-    let with_password = |url: &str| url.replacen("postgres@", &format!("postgres:{SECRET}@"), 1);
-    let url = with_password(&schema.url);
-    assert!(
-        url.contains(SECRET),
-        "the test server URL names user postgres: {url}"
-    );
-    let unreachable = with_password("postgres://postgres@127.0.0.1:1/test?connect_timeout_ms=2000");
-    let printed =
-        support::cli::everything_printed(&url, &format!("{url}&pool_size=0"), &unreachable);
-    assert!(
-        printed.contains(":***@"),
-        "the URL is shown, redacted:\n{printed:.3000}"
-    );
-    let leaks: Vec<&str> = printed.lines().filter(|l| l.contains(SECRET)).collect();
-    assert!(
-        leaks.is_empty(),
-        "the password was printed:\n{}",
-        leaks.join("\n")
-    );
 }

@@ -94,7 +94,7 @@ pub fn run(args: &[String]) -> Result {
         "build",
         "--release",
         "--package",
-        "docket",
+        "docket-cli",
         "--all-features",
         "--bin",
         "docket",

@@ -15,7 +15,7 @@ pub fn build_docket() -> Result {
     cargo(&[
         "build",
         "--package",
-        "docket",
+        "docket-cli",
         "--all-features",
         "--bin",
         "docket",

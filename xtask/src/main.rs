@@ -20,6 +20,7 @@
 
 mod bench;
 mod cli;
+mod layout;
 mod pgbouncer;
 mod postgres;
 mod recovery;
@@ -121,6 +122,7 @@ fn ci() -> Result {
         "-D",
         "warnings",
     ])?;
+    layout::library_is_only_a_library()?;
     services()?;
     cargo(&["test", "--workspace", "--all-features"])?;
     recovery::run()?;

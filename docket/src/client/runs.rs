@@ -31,12 +31,15 @@ impl Default for AwaitOptions {
 }
 
 impl Docket {
-    /// Compiles the stored effective document of `graph_ref` (owner-scoped) and checks that it
-    /// compiles to that very address.
-    pub(crate) async fn runtime_graph(
-        &self,
-        graph_ref: &GraphRef,
-    ) -> Result<RuntimeGraph, DocketError> {
+    /// Compiles the stored effective document of `graph_ref` (owner-scoped) with this
+    /// facade's node registry, and checks that it compiles to that very address: the graph a
+    /// worker would run, for tools that build moments themselves (the benchmark does).
+    ///
+    /// # Errors
+    /// `Store` (`NotFound` for an unknown version in this owner's scope, `CorruptGraph`),
+    /// `InvalidGraph` (it does not compile with this registry), `GraphMismatch` (it compiles
+    /// to another address).
+    pub async fn runtime_graph(&self, graph_ref: &GraphRef) -> Result<RuntimeGraph, DocketError> {
         let doc = self.backend().fetch_graph(&self.owner, graph_ref).await?;
         let e = self.engine.inner();
         let rtg = e

@@ -2,7 +2,6 @@
 //! manual clock, sequential ids and zero jitter, and helpers to drive runs.
 #![allow(dead_code)]
 
-pub mod cli;
 pub mod scripted;
 pub mod telemetry;
 

@@ -5,7 +5,6 @@ pub mod output;
 
 mod admin;
 mod bench;
-#[cfg(feature = "conformance")]
 mod conformance;
 mod demo;
 mod json;
@@ -55,7 +54,6 @@ enum Command {
     Migrate,
     /// Run the shared conformance suite against the backend of --backend (each case in its
     /// own temp file, schema or key namespace) and print the report per family.
-    #[cfg(feature = "conformance")]
     Conformance(conformance::ConformanceArgs),
     /// Measure throughput and latency beside raw floors on a fresh store (`BENCHMARKS.md`,
     /// “The figures”).
@@ -79,7 +77,6 @@ impl Cli {
     #[must_use]
     pub fn default_log_filter(&self) -> &'static str {
         match self.command {
-            #[cfg(feature = "conformance")]
             Command::Conformance(_) => "error",
             _ => "warn",
         }
@@ -101,7 +98,6 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Run(cmd) => admin::run_command(&connect(url.as_deref()).await?, cmd).await,
         Command::Events(args) => admin::events(&connect(url.as_deref()).await?, args).await,
         Command::Interrupt(cmd) => admin::interrupt(&connect(url.as_deref()).await?, cmd).await,
-        #[cfg(feature = "conformance")]
         Command::Conformance(args) => conformance::run(&backend_url(url.as_deref()), args).await,
         Command::Bench(args) => bench::run(url.as_deref(), args).await,
         Command::Migrate => {

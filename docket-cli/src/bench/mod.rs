@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | (a) commits/s | `N` tasks, each holding its own claimed run, commit moments back to back through [`RunStore::commit_claimed`](docket_core::store::RunStore::commit_claimed) (claim retained) | a single-row conditional update `… WHERE id AND seq AND token` on a bare table (a compare-and-set script on Redis) |
 //! | (b) claims/s | `N` claimers drain a pool of due runs with [`RunStore::claim_due`](docket_core::store::RunStore::claim_due), limit 1 and limit `K` | a single-statement claim on a bare table (`FOR UPDATE SKIP LOCKED` on PostgreSQL, `UPDATE … RETURNING` on SQLite, a `ZPOPMIN` script on Redis) |
-//! | (c) runs/s | a 3-node graph (`std.increment` × 3) end to end through a real [`crate::Worker`] with `N` vehicles while producers keep `2N` runs in flight | the commit floor divided by the checkpoints one run commits |
+//! | (c) runs/s | a 3-node graph (`std.increment` × 3) end to end through a real [`docket::Worker`] with `N` vehicles while producers keep `2N` runs in flight | the commit floor divided by the checkpoints one run commits |
 //! | (d) latency p50/p99 | commit latency of (a); claim-to-start of (c): from the `claim_due` call that leased a run to the vehicle's first read of it | the floor update's latency; the floor claim's latency (limit 1) |
 //! | (e) peak RSS | `VmHWM` of the process after the measured phases (before the long commit histories are read back) | `VmRSS` right after connecting |
 //!
@@ -36,8 +36,8 @@ use std::time::Duration;
 
 use docket_core::store::{Backend, StoreError};
 
-use crate::error::DocketError;
-use crate::Docket;
+use docket::error::DocketError;
+use docket::Docket;
 
 pub use chart::{render_chart, ChartText};
 pub use report::{BenchReport, Better, Figure};
@@ -211,7 +211,7 @@ async fn measure(
     options: &BenchOptions,
 ) -> Result<BenchReport, BenchError> {
     let rss_after_connect = rss::resident_kib();
-    let docket = Docket::builder(Arc::clone(&target.backend), crate::nodes::registry()).build()?;
+    let docket = Docket::builder(Arc::clone(&target.backend), docket::nodes::registry()).build()?;
     let ctx = Ctx {
         backend: Arc::clone(&target.backend),
         floor: Arc::clone(&target.floor),

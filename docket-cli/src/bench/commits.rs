@@ -20,7 +20,7 @@ use super::floor::Floor;
 use super::moments::{next_commit, run_id, STEP_GRAPH};
 use super::verify::run_and_history;
 use super::{BenchError, Ctx};
-use crate::StartOptions;
+use docket::StartOptions;
 
 /// Both sides of (a); the floor is verified, the store's runs are verified by [`verify`].
 pub(crate) struct CommitResult {

@@ -4,8 +4,8 @@
 use docket_core::model::{EventQuery, Run, RunId, MAX_PAGE_LIMIT};
 
 use super::BenchError;
-use crate::history::HistoryCheck;
-use crate::Docket;
+use docket::history::HistoryCheck;
+use docket::Docket;
 
 /// Run `id` as committed, and every violation of its history.
 pub(crate) async fn run_and_history(

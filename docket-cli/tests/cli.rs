@@ -162,7 +162,6 @@ fn publish_start_work_inspect_verify_from_the_command_line() {
 }
 
 #[test]
-#[cfg(feature = "conformance")]
 fn the_conformance_command_reports_each_family_of_the_suite() {
     let out = docket(&[
         "conformance",
@@ -234,6 +233,8 @@ enum OptionKind {
     Schema,
     /// A Redis key namespace.
     Namespace,
+    /// A percent-encoded `postgres://` URL.
+    ListenUrl,
 }
 
 impl OptionKind {
@@ -245,6 +246,7 @@ impl OptionKind {
             OptionKind::Choice(word) => word.into(),
             OptionKind::Schema => "docket_catalogue".into(),
             OptionKind::Namespace => "catalogue".into(),
+            OptionKind::ListenUrl => "postgres%3A%2F%2Fpostgres%40127.0.0.1%2Ftest".into(),
         }
     }
 
@@ -287,6 +289,9 @@ impl OptionKind {
             ),
             OptionKind::Namespace => {
                 values.extend(["a*b", "{x}", "a b"].map(|v| Some(v.to_owned())));
+            }
+            OptionKind::ListenUrl => {
+                values.extend(["mysql%3A%2F%2Fh%2Fdb", "%FF%FE"].map(|v| Some(v.to_owned())));
             }
         }
         values
@@ -401,6 +406,8 @@ fn every_url_option_of_every_backend_refuses_bad_values_with_a_typed_error() {
                 ("poll_only", OptionKind::Bool),
                 ("allow_public_schema", OptionKind::Bool),
                 ("connect_timeout", OptionKind::Number { min: 1, max: 3_600 }),
+                ("pooler", OptionKind::Choice("none")),
+                ("listen_url", OptionKind::ListenUrl),
                 timeouts[0],
                 timeouts[1],
             ],
@@ -609,7 +616,10 @@ fn an_unbounded_cycle_is_warned_about_at_publication_and_stopped_by_the_worker()
 fn run_verify_covers_every_tenant_and_admin_commands_act_as_a_tenant() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = sqlite_url(dir.path(), "tenants.db");
-    let graph = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/approval.json");
+    let graph = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docket/graphs/approval.json"
+    );
     let ok = |args: &[&str]| {
         let mut all = args.to_vec();
         all.extend(["--backend", &url]);
@@ -731,7 +741,10 @@ fn duplicate_json_keys_are_refused_in_graphs_and_run_input_naming_the_key_and_pa
     ]);
     assert_eq!(text(&listed.stdout).trim(), "[]", "nothing was published");
 
-    let graph = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/approval.json");
+    let graph = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docket/graphs/approval.json"
+    );
     assert!(docket(&["graph", "publish", graph, "--backend", &url])
         .status
         .success());
@@ -756,7 +769,10 @@ fn duplicate_json_keys_are_refused_in_graphs_and_run_input_naming_the_key_and_pa
 fn long_values_are_cut_in_error_messages() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = sqlite_url(dir.path(), "long.db");
-    let graph = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/approval.json");
+    let graph = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docket/graphs/approval.json"
+    );
     assert!(docket(&["graph", "publish", graph, "--backend", &url])
         .status
         .success());

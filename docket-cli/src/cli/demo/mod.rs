@@ -150,6 +150,10 @@ fn remove_sqlite_files(url: &str) -> Result<(), DocketError> {
     Ok(())
 }
 
+/// How long the worker the demo kills runs alone before the others start, if it never held
+/// claims with progress committed (it always does within milliseconds on an idle machine).
+const VICTIM_HEAD_START: Duration = Duration::from_secs(3);
+
 /// The worker killed mid-drain and the claims it held.
 pub struct Crash {
     pub held: Vec<RunId>,
@@ -200,32 +204,47 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
     }
 
     let started = Instant::now();
-    let mut workers: Vec<Option<Worker>> = (0..args.workers)
-        .map(|_| Some(docket.start_worker()))
-        .collect();
-    let stats: Vec<Arc<WorkerStats>> = workers
+    let may_kill = !args.no_kill && args.workers > 1;
+    // The worker to kill starts alone, so it is sure to hold claims mid-drain when it is
+    // killed (on a loaded machine the others could otherwise drain everything first); the
+    // others start once it is killed, or after its head start if it never qualified.
+    let mut workers: Vec<Option<Worker>> = vec![Some(docket.start_worker())];
+    let mut stats: Vec<Arc<WorkerStats>> = workers
         .iter()
         .flatten()
         .map(|w| Arc::clone(w.stats()))
         .collect();
+    let mut start_the_others = |workers: &mut Vec<Option<Worker>>| {
+        while workers.len() < args.workers {
+            let worker = docket.start_worker();
+            stats.push(Arc::clone(worker.stats()));
+            workers.push(Some(worker));
+        }
+    };
+    if !may_kill {
+        start_the_others(&mut workers);
+    }
     let (stop, stop_rx) = watch::channel(false);
     let resolver = tokio::spawn(resolve_approvals(docket.clone(), stop_rx));
 
     let bar = progress_bar(args.runs as u64);
     let deadline = started + Duration::from_secs(args.timeout_s);
     let mut crash: Option<Crash> = None;
-    let may_kill = !args.no_kill && args.workers > 1;
     loop {
         let finished = count_terminal(&docket).await?;
         bar.set_position(finished as u64);
         if may_kill && crash.is_none() {
             crash = maybe_kill(&mut workers[0], started, &bar);
         }
+        if crash.is_some() || started.elapsed() >= VICTIM_HEAD_START {
+            start_the_others(&mut workers);
+        }
         if finished >= args.runs || Instant::now() >= deadline {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    drop(start_the_others);
     let elapsed = started.elapsed();
     bar.finish_and_clear();
     let _ = stop.send(true);

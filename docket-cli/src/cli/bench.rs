@@ -1,5 +1,5 @@
 //! `docket bench`: the figures of `BENCHMARKS.md` for one backend beside their raw floors (see
-//! `docket::bench`), printed as a table, optionally written as JSON lines and a PNG chart.
+//! `docket_cli::bench`), printed as a table, optionally written as JSON lines and a PNG chart.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use docket::bench::{self, BenchOptions, BenchReport, ChartText};
 use docket::connect::redact;
 use docket::DocketError;
+use docket_cli::bench::{self, BenchOptions, BenchReport, ChartText};
 
 use super::CliResult;
 

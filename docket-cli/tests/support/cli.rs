@@ -126,7 +126,10 @@ fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<String> {
 /// failure — and returns everything they printed on stdout and stderr. `broken` is the same
 /// store's URL with an option that must be refused.
 pub fn everything_printed(url: &str, broken: &str, unreachable: &str) -> String {
-    let graph = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/approval.json");
+    let graph = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docket/graphs/approval.json"
+    );
     let deadline = Duration::from_secs(120);
     let mut printed = String::new();
     let mut run = |args: &[&str], backend: &str| -> Finished {

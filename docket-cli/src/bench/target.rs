@@ -13,8 +13,8 @@ use docket_core::store::Backend;
 
 use super::floor::{Floor, MemoryFloor};
 use super::BenchError;
-use crate::connect::BackendUrl;
-use crate::error::DocketError;
+use docket::connect::BackendUrl;
+use docket::error::DocketError;
 
 /// The store under test and its floor.
 pub(crate) struct Target {
@@ -177,7 +177,7 @@ async fn purge_postgres(_url: &str) -> Result<String, BenchError> {
 
 #[cfg(feature = "redis")]
 async fn redis(url: &str) -> Result<Target, BenchError> {
-    let store = crate::connect::connect_redis(url).await?;
+    let store = docket::connect::connect_redis(url).await?;
     let mut conn = redis_connection(url).await?;
     let taken = namespace_has_keys(&mut conn, &store).await?;
     if taken {
@@ -241,7 +241,7 @@ async fn redis(_url: &str) -> Result<Target, BenchError> {
 
 #[cfg(feature = "redis")]
 async fn purge_redis(url: &str) -> Result<String, BenchError> {
-    let store = crate::connect::connect_redis(url).await?;
+    let store = docket::connect::connect_redis(url).await?;
     let deleted = store.purge_namespace().await?;
     Ok(format!(
         "the Redis namespace {} ({deleted} keys)",

@@ -11,12 +11,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use docket::bench::{self, BenchError, BenchOptions, BenchReport};
 use docket::core::memory::MemoryStore;
 use docket::core::model::{Event, Run, Scope};
 use docket::core::store::{
     Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, RunStore, StoreError, StoreLayer,
 };
+use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport};
 
 /// Every figure `BENCHMARKS.md` lists (“The figures”; (e) needs `/proc`).
 const FIGURES: [&str; 8] = [

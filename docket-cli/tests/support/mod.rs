@@ -1,0 +1,4 @@
+//! Shared helpers of the CLI tests.
+#![allow(dead_code)]
+
+pub mod cli;
