@@ -244,7 +244,6 @@ pub async fn run(url: &str, args: DemoArgs) -> CliResult {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    drop(start_the_others);
     let elapsed = started.elapsed();
     bar.finish_and_clear();
     let _ = stop.send(true);
