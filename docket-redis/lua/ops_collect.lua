@@ -3,8 +3,10 @@
 -- KEYS[1] owner hash   KEYS[2] owner's done zset   KEYS[3] owner's listing zset
 -- ARGV[1] JSON: op_prefix (operation hash key minus the id)
 -- Returns {"ok", {id, field, value, ...}, ...} (ascending completion sequence) |
---   {"owner_retired"}
--- Check: the owner is not retired. Then the records are read and deleted.
+--   {"owner_retired"} | {"corrupt", detail}
+-- Checks: the owner is not retired, every indexed record exists. Then they are deleted (Rust
+-- decodes them after the fact: a record that exists but does not decode is reported Corrupt
+-- once it is already drained).
 
 if redis.call('HGET', KEYS[1], 'retired') == '1' then
   return {'owner_retired'}
@@ -13,6 +15,9 @@ local ids = redis.call('ZRANGE', KEYS[2], 0, -1)
 local out = {'ok'}
 for _, id in ipairs(ids) do
   local record = redis.call('HGETALL', P.op_prefix .. id)
+  if #record == 0 then
+    return {'corrupt', 'terminal operation ' .. id .. ' has no record'}
+  end
   table.insert(record, 1, id)
   out[#out + 1] = record
 end

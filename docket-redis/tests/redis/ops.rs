@@ -187,3 +187,42 @@ async fn an_ending_is_hinted_on_the_registry_channel() {
         .expect("the ending is hinted in time")
         .expect("a hint");
 }
+
+#[tokio::test]
+async fn a_damaged_record_is_corrupt_never_absent_and_blocks_no_other_owner() {
+    let fx = open().await;
+    let (a, b) = (owner(1), owner(2));
+    for who in [&a, &b] {
+        fx.store
+            .register_operation(who, &spec(1), None, t(0))
+            .await
+            .expect("register");
+    }
+    let key = fx.store.keys().ops_record(&a, &op(1));
+    fx.guard
+        .overwrite_field(&key, "status", b"exploded")
+        .await
+        .expect("damage");
+    let read = fx.store.operation_snapshot(&a, &op(1)).await;
+    assert!(matches!(read, Err(OpsError::Corrupt { .. })), "{read:?}");
+    let listed = fx
+        .store
+        .list_operations(&a, &OperationQuery::first(10))
+        .await;
+    assert!(
+        matches!(listed, Err(OpsError::Corrupt { .. })),
+        "{listed:?}"
+    );
+    let moved = fx.store.provisioning_succeeded(&a, &op(1), t(1)).await;
+    assert!(matches!(moved, Err(OpsError::Corrupt { .. })), "{moved:?}");
+    let before = fx.snapshot().await;
+    let ended = fx.store.terminate_owner(&a, "stop", t(2)).await;
+    assert!(matches!(ended, Err(OpsError::Corrupt { .. })), "{ended:?}");
+    assert_eq!(fx.snapshot().await, before, "a refused termination wrote");
+    let fine = fx
+        .store
+        .provisioning_succeeded(&b, &op(1), t(3))
+        .await
+        .expect("another owner is unaffected");
+    assert!(fine.started_at.is_some());
+}

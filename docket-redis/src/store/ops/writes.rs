@@ -253,6 +253,10 @@ impl RedisStore {
                 Ok(drained)
             }
             "owner_retired" => Err(OpsError::OwnerRetired { owner: *owner }),
+            "corrupt" => Err(OpsError::corrupt(
+                format!("operation records of {owner}"),
+                reply.string(1)?,
+            )),
             other => Err(unexpected(other)),
         }
     }
