@@ -144,6 +144,12 @@ async fn the_ops_retention_option_evicts_the_oldest_terminal_records_and_their_k
     let keys = fx.guard.namespace_keys().await.expect("keys");
     let evicted = store.keys().ops_record(&a, &op(1));
     assert!(!keys.contains(&evicted), "{keys:?}");
+    // The harness's registry dump (which the conformance suite compares around refused
+    // writes) covers exactly these keys.
+    let dump = fx.guard.ops_snapshot().await.expect("dump");
+    let kept = store.keys().ops_record(&a, &op(2));
+    assert!(dump.contains(&kept), "{dump}");
+    assert!(!dump.contains(&evicted), "{dump}");
     let registry_prefix = format!("{}ops:", store.keys().prefix());
     assert!(
         keys.iter().all(|k| k.starts_with(&registry_prefix)),
