@@ -445,6 +445,13 @@ fn every_url_option_of_every_backend_refuses_bad_values_with_a_typed_error() {
                 ("namespace", OptionKind::Namespace),
                 timeouts[0],
                 timeouts[1],
+                (
+                    "ops_retention",
+                    OptionKind::Number {
+                        min: 1,
+                        max: u32::MAX as u64,
+                    },
+                ),
             ],
             docket_redis::URL_OPTIONS,
         );
