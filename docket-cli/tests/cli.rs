@@ -931,3 +931,9 @@ fn a_sqlite_commit_refused_for_a_full_disk_is_reported_as_not_applied() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stdout.contains(": 0 with violations"), "{stdout}\n{stderr}");
 }
+
+#[test]
+fn the_ops_commands_show_what_a_session_registered_through_the_library() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    support::ops::check_the_ops_commands(&sqlite_url(dir.path(), "ops.db"));
+}
