@@ -5,9 +5,7 @@ mod common;
 
 use common::*;
 use docket_core::memory::MemoryStore;
-use docket_core::model::{
-    GraphCursor, GraphHash, GraphId, GraphVersionQuery, OwnerScope,
-};
+use docket_core::model::{GraphCursor, GraphHash, GraphId, GraphVersionQuery, OwnerScope};
 use docket_core::store::{GraphStore, StoreErrorKind};
 
 fn versions_query(limit: u32, before: Option<GraphCursor>) -> GraphVersionQuery {

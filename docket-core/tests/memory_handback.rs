@@ -10,8 +10,7 @@ use common::*;
 use docket_core::memory::MemoryStore;
 use docket_core::model::{ClaimToken, OwnerScope, PoisonReason, RunStatus, Scope};
 use docket_core::store::{
-    AbandonMode, AbandonOutcome, AbandonPolicy, ReleaseWake,
-    RunStore, StoreErrorKind,
+    AbandonMode, AbandonOutcome, AbandonPolicy, ReleaseWake, RunStore, StoreErrorKind,
 };
 
 fn nz(n: u32) -> NonZeroU32 {

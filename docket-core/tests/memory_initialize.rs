@@ -6,7 +6,6 @@ mod common;
 
 use std::sync::Arc;
 
-
 use common::*;
 use docket_core::memory::MemoryStore;
 use docket_core::model::{CheckpointType, EventType, OwnerScope, RunStatus, Scope};

@@ -8,10 +8,7 @@ use std::num::NonZeroU32;
 use common::*;
 use docket_core::model::OwnerScope;
 use docket_core::store::rules::effects;
-use docket_core::store::{
-    AbandonBackoff, AbandonMode, AbandonPolicy,
-    RunStore,
-};
+use docket_core::store::{AbandonBackoff, AbandonMode, AbandonPolicy, RunStore};
 use docket_postgres::testing;
 
 fn abandon(now: i64, retry_at: i64, max: u32, mode: AbandonMode) -> AbandonPolicy {

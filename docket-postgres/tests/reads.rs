@@ -4,9 +4,7 @@
 mod common;
 
 use common::*;
-use docket_core::model::{
-    CheckpointType, OwnerScope, RunCursor, RunQuery, RunStatus,
-};
+use docket_core::model::{CheckpointType, OwnerScope, RunCursor, RunQuery, RunStatus};
 use docket_core::store::{InitProposal, RunStore, StoreErrorKind};
 
 #[tokio::test]

@@ -127,17 +127,25 @@
 //! after a write script was sent is [`docket_core::store::StoreError::Ambiguous`] (resolve it
 //! by re-reading the run); `WRONGTYPE` is `Corrupt`.
 
+mod admin;
+mod claims;
 mod codec;
-pub mod config;
 mod error;
+mod graphs;
 pub mod keys;
+mod ops;
+pub mod options;
+mod prune;
+mod reads;
 mod scripts;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod traits;
+mod transitions;
 mod wakeups;
 
-pub use config::{
+pub use options::{
     check_eviction_policy, check_namespace, persistence_warnings, ConnectError, RedisConfig,
     CLIENT_PARAMS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NAMESPACE, DEFAULT_STATEMENT_TIMEOUT_MS,
     NAMESPACE_PARAM, URL_OPTIONS,

@@ -155,7 +155,7 @@ fn is_noscript(err: &redis::RedisError) -> bool {
 }
 
 fn protocol(detail: impl Into<String>) -> StoreError {
-    crate::config::unavailable(format!("unexpected script reply: {}", detail.into()))
+    crate::options::unavailable(format!("unexpected script reply: {}", detail.into()))
 }
 
 /// A script reply: an array whose first element is a status word.

@@ -66,4 +66,3 @@ async fn selection_follows_core_claim_order_for_every_limit_and_preference() {
         }
     }
 }
-

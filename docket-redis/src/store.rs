@@ -1,15 +1,6 @@
 //! [`RedisStore`]: connection, server checks, and the helpers shared by the operations.
 
-mod admin;
-mod claims;
-mod graphs;
-mod ops;
-mod reads;
-mod retention;
-mod traits;
-mod transitions;
-
-pub use claims::MAX_CLAIM_BATCH;
+pub use crate::claims::MAX_CLAIM_BATCH;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,11 +13,11 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, ErrorKind, FromRedisValue, ServerErrorKind};
 use serde_json::{Map, Value};
 
-use crate::config::{
-    check_eviction_policy, check_namespace, persistence_warnings, ConnectError, RedisConfig,
-};
 use crate::error::{map_redis_error, Access};
 use crate::keys::Keys;
+use crate::options::{
+    check_eviction_policy, check_namespace, persistence_warnings, ConnectError, RedisConfig,
+};
 use crate::scripts::{Reply, ScriptRunner, Scripts};
 
 /// The Redis implementation of [`docket_core::store::RunStore`],

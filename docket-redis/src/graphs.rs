@@ -10,11 +10,11 @@ use docket_core::store::rules::graph::{decode_stored, encode_for_save};
 use docket_core::store::rules::queries::{graph_version_page, validate_graph_query};
 use docket_core::store::StoreError;
 
-use super::{Params, RedisStore};
 use crate::codec::split_index_member;
 use crate::error::Access;
 use crate::keys::Keys;
 use crate::scripts::expect_ok;
+use crate::store::{Params, RedisStore};
 
 fn parse_version(versions_key: &str, member: &str) -> Result<(Timestamp, GraphHash), StoreError> {
     split_index_member(member)

@@ -10,11 +10,11 @@ use docket_core::model::{Event, OperationalState, OwnerScope, Run, RunStatus, Sc
 use docket_core::store::rules::transition::{self, Commit, Init};
 use docket_core::store::{ClaimedCommit, InitProposal, StoreError, UnclaimedCommit};
 
-use super::{Params, RedisStore};
 use crate::codec::{encode_event, encode_run};
 use crate::error::Access;
 use crate::keys::seq_member;
 use crate::scripts::expect_ok;
+use crate::store::{Params, RedisStore};
 
 /// Stored statuses that may become `to`, comma-separated (the status matrix stays in core).
 fn allowed_from(to: RunStatus) -> String {

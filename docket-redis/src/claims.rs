@@ -11,9 +11,9 @@ use docket_core::store::{
     PoisonedClaim, StoreError,
 };
 
-use super::{Params, RedisStore};
 use crate::error::Access;
 use crate::scripts::{expect_ok, failure, Reply};
+use crate::store::{Params, RedisStore};
 
 /// Most outcomes one `claim_due` call serves: the script mints nothing itself, so the caller
 /// sends one token per possible lease, and this bounds both the request and the script's work.

@@ -2,8 +2,8 @@
 
 use docket_core::store::StoreError;
 
-use super::RedisStore;
 use crate::error::Access;
+use crate::store::RedisStore;
 
 /// Keys asked for per `SCAN` step (a hint to the server, not a bound).
 const SCAN_COUNT: usize = 1_000;

@@ -16,7 +16,7 @@ use docket_core::store::{
     InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
 };
 
-use super::RedisStore;
+use crate::store::RedisStore;
 
 #[async_trait]
 impl RunStore for RedisStore {

@@ -3,10 +3,10 @@
 use docket_core::store::rules::queries::validate_prune_policy;
 use docket_core::store::{PrunePolicy, PruneReport, StoreError, KEEP_GRAPH_VERSIONS};
 
-use super::claims::terminal_statuses;
-use super::{Params, RedisStore};
+use crate::claims::terminal_statuses;
 use crate::error::Access;
 use crate::scripts::expect_ok;
+use crate::store::{Params, RedisStore};
 
 fn cutoff(policy: &PrunePolicy, retention_ms: u64) -> i64 {
     let ms = i64::try_from(retention_ms).unwrap_or(i64::MAX);

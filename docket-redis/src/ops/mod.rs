@@ -27,7 +27,7 @@ use docket_core::ops::{
 };
 use docket_core::store::Wakeups;
 
-use super::RedisStore;
+use crate::store::RedisStore;
 
 #[async_trait]
 impl OpsLifecycleRegistry for RedisStore {

@@ -9,7 +9,6 @@ use docket_core::store::rules::queries::{
 };
 use docket_core::store::StoreError;
 
-use super::{Params, RedisStore};
 use crate::codec::{
     decode_event, decode_owner, decode_run, decode_summary, parse_seq_member, split_index_member,
     Fields, StoredRun, SUMMARY_FIELDS,
@@ -17,6 +16,7 @@ use crate::codec::{
 use crate::error::Access;
 use crate::keys::{seq_member, Keys};
 use crate::scripts::{failure, Reply};
+use crate::store::{Params, RedisStore};
 
 /// Index members read per round trip while filtering a run listing.
 const SCAN_BATCH: usize = 256;
