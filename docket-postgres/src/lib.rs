@@ -176,6 +176,7 @@ mod codec;
 mod error;
 mod graphs;
 mod migrations;
+mod ops;
 mod options;
 mod pooler;
 mod prune;
@@ -199,4 +200,4 @@ pub use options::{
 };
 pub use pooler::driver_options;
 pub use store::PostgresStore;
-pub use wakeups::{listener_application_name, WAKE_CHANNEL};
+pub use wakeups::{listener_application_name, ops_wake_payload, WAKE_CHANNEL};
