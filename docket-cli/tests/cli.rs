@@ -408,6 +408,13 @@ fn every_url_option_of_every_backend_refuses_bad_values_with_a_typed_error() {
                 ("connect_timeout", OptionKind::Number { min: 1, max: 3_600 }),
                 ("pooler", OptionKind::Choice("none")),
                 ("listen_url", OptionKind::ListenUrl),
+                (
+                    "ops_retention",
+                    OptionKind::Number {
+                        min: 1,
+                        max: u32::MAX as u64,
+                    },
+                ),
                 timeouts[0],
                 timeouts[1],
             ],

@@ -1,7 +1,8 @@
 //! # docket-postgres
 //!
 //! The PostgreSQL backend of Docket, over sqlx: [`PostgresStore`] implements
-//! [`docket_core::store::RunStore`] and [`docket_core::store::GraphStore`].
+//! [`docket_core::store::RunStore`], [`docket_core::store::GraphStore`] and
+//! [`docket_core::ops::OpsLifecycleRegistry`] (returned by `RunStore::ops_registry`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), docket_core::store::StoreError> {
@@ -87,13 +88,28 @@
 //! URL inside a URL; `sha2` and `hex` name the statements kept prepared behind a pooler — all
 //! three were already in the dependency tree.
 //!
+//! ## Operation registry
+//!
+//! The registry lives in the same schema (tables `ops_owners` and `ops_operations`, schema
+//! version 3) and uses the same pool. Each write is one call of a PL/pgSQL function installed
+//! by the migration — one statement, one round trip, one transaction, sent like every other
+//! statement (so it works behind a transaction pooler): it locks the owner's row, then applies
+//! one conditional update on the action's from-set, which the caller binds from
+//! `docket_core::ops::rules::TABLE`; an ending takes the owner's next completion sequence
+//! from the locked row (gap-free), evicts the owner's oldest terminal records beyond
+//! `ops_retention` (default 256) and notifies, all in that transaction. A refused write writes
+//! nothing and reports what it found (retired owner, absent record, current status, admission
+//! facts), from which the shared rules name the error.
+//!
 //! ## Wakeups
 //!
 //! Writers `pg_notify('docket_wake', <schema>)` in the writing statement or transaction when
 //! the wake they record is due; [`docket_core::store::RunStore::wakeups`] subscribes through
 //! one dedicated LISTEN connection per store that reconnects by itself — to
 //! [`PostgresOptions::listen_url`] when it is set, else to the store's URL — and none at all
-//! with [`PostgresOptions::poll_only`], where workers rely on polling.
+//! with [`PostgresOptions::poll_only`], where workers rely on polling. The registry's
+//! completion hints travel on the same channel and connection with the payload
+//! `<schema>/ops` ([`ops_wake_payload`]), so they never wake run workers.
 //!
 //! ## Behind a transaction pooler
 //!
@@ -176,6 +192,7 @@ mod codec;
 mod error;
 mod graphs;
 mod migrations;
+mod ops;
 mod options;
 mod pooler;
 mod prune;
@@ -199,4 +216,4 @@ pub use options::{
 };
 pub use pooler::driver_options;
 pub use store::PostgresStore;
-pub use wakeups::{listener_application_name, WAKE_CHANNEL};
+pub use wakeups::{listener_application_name, ops_wake_payload, WAKE_CHANNEL};

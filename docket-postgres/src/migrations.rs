@@ -20,7 +20,7 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 2;
+pub const LATEST_VERSION: i32 = 3;
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -32,6 +32,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 2,
         description: "docket_prepare, the statement cache of transaction-pooler mode",
         sql: include_str!("sql/v2.sql"),
+    },
+    Migration {
+        version: 3,
+        description: "the operation registry: owners, operations and their write functions",
+        sql: include_str!("sql/v3.sql"),
     },
 ];
 

@@ -1,6 +1,7 @@
 //! Connection options and the `postgres://…?schema=name` URL helper.
 
 use docket_core::model::excerpt;
+use docket_core::ops::rules::Retention;
 use docket_core::store::url::{
     boolean, join_query, number, split_query, unknown_option, Param, MAX_TIMEOUT_MS,
 };
@@ -59,6 +60,10 @@ pub struct PostgresOptions {
     /// `idle_in_transaction_session_timeout`, in milliseconds (`None`: the server's). Docket
     /// never keeps a transaction open across user work; this guards against paused processes.
     pub idle_in_transaction_timeout_ms: Option<u64>,
+    /// Terminal operation records the registry keeps per owner (URL `ops_retention=`,
+    /// default 256): an ending beyond it evicts the owner's oldest terminal records in the
+    /// same write.
+    pub ops_retention: Retention,
 }
 
 impl Default for PostgresOptions {
@@ -75,6 +80,7 @@ impl Default for PostgresOptions {
             statement_timeout_ms: None,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             idle_in_transaction_timeout_ms: None,
+            ops_retention: Retention::default(),
         }
     }
 }
@@ -229,6 +235,7 @@ pub const URL_OPTIONS: &[&str] = &[
     "statement_timeout_ms",
     "pooler",
     "listen_url",
+    "ops_retention",
 ];
 
 /// Refuses the schemas PostgreSQL keeps for itself — `information_schema` and every `pg_*`
@@ -299,6 +306,7 @@ fn is_driver_param(key: &str) -> bool {
 /// | `statement_timeout_ms` | `1..=3600000` | `30000` |
 /// | `pooler` | `none` or `transaction` | `none` |
 /// | `listen_url` | a direct `postgres://` URL, percent-encoded | the store's URL |
+/// | `ops_retention` | `1..=4294967295` (terminal operation records kept per owner) | `256` |
 ///
 /// `schema` may not name a PostgreSQL system schema (`information_schema`, `pg_*`), nor
 /// `public` without `allow_public_schema=true` (see [`check_schema_allowed`]).
@@ -380,6 +388,12 @@ pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
                     .map_err(|_| StoreError::invalid_argument("listen_url is not UTF-8"))?;
                 options.listen_url = Some(decoded.into_owned());
             }
+            "ops_retention" => {
+                let kept = number("postgres", key, value, 1..=u64::from(u32::MAX))?;
+                // In range, so it fits a u32 and is not 0.
+                options.ops_retention = Retention::new(u32::try_from(kept).unwrap_or(u32::MAX))
+                    .map_err(|e| StoreError::invalid_argument(e.to_string()))?;
+            }
             driver if is_driver_param(driver) => kept.push(raw),
             unknown => {
                 let known = [URL_OPTIONS, DRIVER_PARAMS, &["options[NAME]"]].concat();
@@ -435,6 +449,20 @@ mod tests {
         assert!(parse_url("postgres://h/db?schema=Bad").is_err());
         assert!(parse_url("postgres://h/db?pool_size=x").is_err());
         assert!(parse_url("postgres://h/db?pool_size=0").is_err());
+        let (_, options) = parse_url("postgres://h/db?ops_retention=3").expect("retention");
+        assert_eq!(options.ops_retention.max_terminal(), 3);
+        assert_eq!(PostgresOptions::default().ops_retention.max_terminal(), 256);
+        for bad in [
+            "postgres://h/db?ops_retention=0",
+            "postgres://h/db?ops_retention=4294967296",
+            "postgres://h/db?ops_retention=x",
+            "postgres://h/db?ops_retention",
+        ] {
+            assert!(
+                matches!(parse_url(bad), Err(StoreError::InvalidArgument { .. })),
+                "{bad}"
+            );
+        }
         for bad in [
             "postgres://h/db?pool_size=1001",
             "postgres://h/db?pool_size=4294967296",

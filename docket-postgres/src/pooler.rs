@@ -218,7 +218,8 @@ mod tests {
         };
         assert_eq!(
             prefix,
-            "SET LOCAL synchronous_commit = E'off'; SET LOCAL lock_timeout = E'250'; "
+            "SET LOCAL synchronous_commit = E'off'; SET LOCAL lock_timeout = E'250'; \
+             SET LOCAL statement_timeout = E'30000'; "
         );
         assert_eq!(route.connect.get_options(), None, "no startup options");
         assert_eq!(route.connect.get_host(), "pooler");
@@ -240,7 +241,11 @@ mod tests {
         };
         let route = route("postgres://u@h/db", &options).expect("route");
         assert!(matches!(route.protocol, Protocol::Prepared));
-        assert_eq!(route.connect.get_options(), Some("-c lock_timeout=250"));
+        // The default statement timeout is a session setting like any other.
+        assert_eq!(
+            route.connect.get_options(),
+            Some("-c lock_timeout=250 -c statement_timeout=30000")
+        );
         assert_eq!(route.protocol.begin_statement(), None);
         assert_eq!(
             route.listen.as_ref().map(PgConnectOptions::get_host),
@@ -273,6 +278,9 @@ mod tests {
         let Protocol::Inline { prefix, .. } = route.protocol else {
             panic!("inline");
         };
-        assert_eq!(prefix, "SET LOCAL application.tag = E'it''s here'; ");
+        assert_eq!(
+            prefix,
+            "SET LOCAL application.tag = E'it''s here'; SET LOCAL statement_timeout = E'30000'; "
+        );
     }
 }

@@ -12,6 +12,7 @@ use sqlx::{Connection, Executor, PgConnection, Postgres, Transaction};
 
 use crate::error;
 use crate::migrations;
+use crate::ops::sql::OpsSql;
 use crate::options::PostgresOptions;
 use crate::pooler::{self, Protocol, Route};
 use crate::sql::Sql;
@@ -36,6 +37,12 @@ pub(crate) struct Inner {
     /// The statement that opens a transaction (`None`: sqlx's plain `BEGIN`).
     pub begin: Option<String>,
     pub wake: WakeHub,
+    /// The operation registry's statements.
+    pub ops_sql: OpsSql,
+    /// Terminal operation records kept per owner.
+    pub ops_retention: docket_core::ops::rules::Retention,
+    /// The payload of the registry's wake hints ([`crate::wakeups::ops_wake_payload`]).
+    pub ops_wake: String,
 }
 
 impl fmt::Debug for PostgresStore {
@@ -102,11 +109,14 @@ impl PostgresStore {
             inner: Arc::new(Inner {
                 pool,
                 sql: Sql::render(&schema),
-                schema,
                 poll_only: options.poll_only,
                 protocol,
                 begin,
                 wake,
+                ops_sql: OpsSql::render(&schema),
+                ops_retention: options.ops_retention,
+                ops_wake: crate::wakeups::ops_wake_payload(&schema),
+                schema,
             }),
         })
     }

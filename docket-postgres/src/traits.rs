@@ -11,6 +11,8 @@ use docket_core::store::{
     InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
 };
 
+use docket_core::ops::OpsLifecycleRegistry;
+
 use crate::store::PostgresStore;
 
 /// Cancel safety: reads are cancel safe. A write future dropped after its statement (or its
@@ -134,6 +136,10 @@ impl RunStore for PostgresStore {
 
     fn wakeups(&self) -> Option<Wakeups> {
         self.inner.wake.subscribe()
+    }
+
+    fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {
+        Some(self)
     }
 }
 

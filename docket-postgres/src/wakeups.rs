@@ -8,6 +8,10 @@
 //! connection carries the `application_name` [`listener_application_name`] so operators (and
 //! tests) can find it in `pg_stat_activity`.
 //! Polling stays the correctness mechanism: a lost hint costs latency only.
+//!
+//! The operation registry's hints ("an operation may have turned terminal") travel on the
+//! same channel and the same listener with their own payload ([`ops_wake_payload`]), so they
+//! wake only the registry's completion watches, never the run workers.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -30,12 +34,42 @@ pub fn listener_application_name(schema: &str) -> String {
     name
 }
 
+/// The payload of the registry's hints for `schema`: `<schema>/ops` (a schema name has no
+/// `/`, so it never equals another schema's run payload).
+#[must_use]
+pub fn ops_wake_payload(schema: &str) -> String {
+    format!("{schema}/ops")
+}
+
+/// Which hints a subscription wants.
+#[derive(Clone, Copy)]
+pub(crate) enum Topic {
+    /// Run wakeups (payload: the schema).
+    Runs,
+    /// Operation completions (payload: [`ops_wake_payload`]).
+    Ops,
+}
+
+/// The fan-out of one listener: one broadcast per topic.
+#[derive(Clone)]
+struct Senders {
+    runs: broadcast::Sender<()>,
+    ops: broadcast::Sender<()>,
+}
+
+impl Senders {
+    fn send_all(&self) {
+        let _ = self.runs.send(());
+        let _ = self.ops.send(());
+    }
+}
+
 /// Starts the listener on first subscription and stops it when the store is dropped.
 pub(crate) struct WakeHub {
     /// The LISTEN connection's options; `None` in poll-only mode.
     connect: Option<PgConnectOptions>,
     schema: String,
-    state: Mutex<Option<(broadcast::Sender<()>, JoinHandle<()>)>>,
+    state: Mutex<Option<(Senders, JoinHandle<()>)>>,
 }
 
 impl WakeHub {
@@ -50,18 +84,35 @@ impl WakeHub {
         }
     }
 
-    /// A new subscription, or `None` in poll-only mode or outside a tokio runtime.
+    /// A new subscription to run wakeups, or `None` in poll-only mode or outside a tokio
+    /// runtime.
     pub(crate) fn subscribe(&self) -> Option<Wakeups> {
+        self.subscribe_to(Topic::Runs)
+    }
+
+    /// A new subscription to `topic`, or `None` in poll-only mode or outside a tokio runtime.
+    pub(crate) fn subscribe_to(&self, topic: Topic) -> Option<Wakeups> {
         let connect = self.connect.as_ref()?;
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let pick = |senders: &Senders| match topic {
+            Topic::Runs => senders.runs.subscribe(),
+            Topic::Ops => senders.ops.subscribe(),
+        };
         let receiver = match state.as_ref() {
-            Some((sender, task)) if !task.is_finished() => sender.subscribe(),
+            Some((senders, task)) if !task.is_finished() => pick(senders),
             _ => {
-                let (sender, receiver) = broadcast::channel(16);
-                let task =
-                    runtime.spawn(listen(connect.clone(), self.schema.clone(), sender.clone()));
-                *state = Some((sender, task));
+                let senders = Senders {
+                    runs: broadcast::channel(16).0,
+                    ops: broadcast::channel(16).0,
+                };
+                let receiver = pick(&senders);
+                let task = runtime.spawn(listen(
+                    connect.clone(),
+                    self.schema.clone(),
+                    senders.clone(),
+                ));
+                *state = Some((senders, task));
                 receiver
             }
         };
@@ -87,10 +138,10 @@ impl Drop for WakeHub {
 
 /// The listener loop: connect, LISTEN, forward matching payloads; on any failure back off
 /// (bounded exponential) and start over, emitting a hint after every reconnect.
-async fn listen(connect: PgConnectOptions, schema: String, sender: broadcast::Sender<()>) {
+async fn listen(connect: PgConnectOptions, schema: String, senders: Senders) {
     let mut backoff = Duration::from_millis(100);
     loop {
-        match listen_once(&connect, &schema, &sender).await {
+        match listen_once(&connect, &schema, &senders).await {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(error) => {
                 tracing::warn!(%error, "docket wake listener failed; reconnecting");
@@ -104,8 +155,9 @@ async fn listen(connect: PgConnectOptions, schema: String, sender: broadcast::Se
 async fn listen_once(
     connect: &PgConnectOptions,
     schema: &str,
-    sender: &broadcast::Sender<()>,
+    senders: &Senders,
 ) -> Result<(), sqlx::Error> {
+    let ops_payload = ops_wake_payload(schema);
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .max_lifetime(None)
@@ -117,11 +169,14 @@ async fn listen_once(
     listener.listen(WAKE_CHANNEL).await?;
     // Listening from now on; anything notified before (or while disconnected) was missed, so
     // subscribers should poll once. This first hint also tells them the listener is live.
-    let _ = sender.send(());
+    senders.send_all();
     loop {
         match listener.try_recv().await? {
             Some(notification) if notification.payload() == schema => {
-                let _ = sender.send(());
+                let _ = senders.runs.send(());
+            }
+            Some(notification) if notification.payload() == ops_payload => {
+                let _ = senders.ops.send(());
             }
             Some(_) => {}
             // The connection was lost; start over with a fresh one.

@@ -275,8 +275,9 @@ async fn prepared_statements_behind_a_transaction_pooler_fail_naming_the_url_opt
     // a statement's Parse and its Bind are two exchanges, and this pooler resets the server
     // connection (DISCARD ALL) whenever a transaction ends — what a client sees whenever its
     // next exchange lands on another server connection, made deterministic.
+    // It also ignores `options`, which carries the default mode's statement timeout.
     let bouncer = bouncer(&[
-        ("ignore_startup_parameters", "extra_float_digits"),
+        ("ignore_startup_parameters", "extra_float_digits,options"),
         ("server_reset_query", "DISCARD ALL"),
         ("server_reset_query_always", "1"),
     ]);

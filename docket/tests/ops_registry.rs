@@ -47,3 +47,41 @@ async fn a_sqlite_url_offers_a_durable_registry() {
     assert_eq!(record.status, OperationStatus::Running);
     assert_eq!(record.started_at, Some(Timestamp::from_millis(2)));
 }
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_postgres_url_offers_a_durable_registry() {
+    let server = std::env::var("DOCKET_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let sep = if server.contains('?') { '&' } else { '?' };
+    let schema = format!("docket_t_facade_ops_{}", std::process::id());
+    let url = format!("{server}{sep}schema={schema}");
+    let id = OperationId::for_detached_job_wait(&owner(), "realm-a", "job_123");
+    let spec = OperationSpec::new(id, OperationKind::DetachedJobWait, "await job_123");
+    {
+        let backend = connect_backend(&url).await.expect("connect");
+        let ops = backend
+            .ops_registry()
+            .expect("the postgres store offers a registry");
+        ops.register_operation(&owner(), &spec, None, Timestamp::from_millis(1))
+            .await
+            .expect("register");
+        ops.provisioning_succeeded(&owner(), &id, Timestamp::from_millis(2))
+            .await
+            .expect("start");
+    }
+    let again = connect_backend(&url).await.expect("reconnect");
+    let record = again
+        .ops_registry()
+        .expect("registry")
+        .operation_snapshot(&owner(), &id)
+        .await
+        .expect("read");
+    drop(again);
+    docket_postgres::PostgresStore::drop_schema(&url)
+        .await
+        .expect("drop the test schema");
+    let record = record.expect("the registration and its start are durable");
+    assert_eq!(record.status, OperationStatus::Running);
+    assert_eq!(record.started_at, Some(Timestamp::from_millis(2)));
+}

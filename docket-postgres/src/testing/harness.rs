@@ -130,15 +130,7 @@ impl PostgresHarness {
     /// reported naming `DOCKET_TEST_POSTGRES_URL`.
     pub async fn open_store(&self) -> Result<(PostgresStore, SchemaGuard), StoreError> {
         let schema = fresh_schema_name();
-        let (url, options) = self.store_url()?;
-        let store = PostgresStore::connect(
-            &url,
-            PostgresOptions {
-                schema: schema.clone(),
-                ..options
-            },
-        )
-        .await;
+        let store = self.connect_to(&schema).await;
         // The guard exists whether or not the migration succeeded, so a failed migration is
         // cleaned up too (the drop is `IF EXISTS`).
         let mut guard = SchemaGuard {
@@ -153,6 +145,19 @@ impl PostgresHarness {
             }
             Err(error) => Err(self.explain(error)),
         }
+    }
+
+    /// A new store value on `schema`, as a restarted process would open it.
+    async fn connect_to(&self, schema: &str) -> Result<PostgresStore, StoreError> {
+        let (url, options) = self.store_url()?;
+        PostgresStore::connect(
+            &url,
+            PostgresOptions {
+                schema: schema.to_owned(),
+                ..options
+            },
+        )
+        .await
     }
 
     /// Names the knob when the server cannot be reached: a missing server fails the tests,
@@ -322,10 +327,20 @@ impl Harness for PostgresHarness {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             wakeups: self.wakeups(),
-            // Not yet: the PostgreSQL registry is built separately; until then its families
-            // are reported as skipped.
-            ops_registry: false,
+            ops_registry: true,
         }
+    }
+
+    async fn raw_ops_snapshot(&self, guard: &SchemaGuard) -> Result<String, StoreError> {
+        super::raw_ops_snapshot(guard.store()?).await
+    }
+
+    async fn reopen(&self, guard: &SchemaGuard) -> Result<Arc<dyn Backend>, StoreError> {
+        let store = self
+            .connect_to(guard.schema())
+            .await
+            .map_err(|e| self.explain(e))?;
+        Ok(Arc::new(store))
     }
 
     async fn raw_snapshot(&self, guard: &SchemaGuard) -> Result<String, StoreError> {

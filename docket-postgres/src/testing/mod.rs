@@ -37,8 +37,13 @@ const SNAPSHOT_ORDER: &[(&str, &str)] = &[
     ("docket_schema_migrations", "version"),
     ("events", "run_id, seq"),
     ("graph_versions", "scope_key, graph_id, graph_hash"),
+    ("ops_operations", "owner_id, op_id"),
+    ("ops_owners", "owner_id"),
     ("runs", "run_id"),
 ];
+
+/// The operation registry's tables, in dump order.
+const OPS_TABLES: &[&str] = &["ops_owners", "ops_operations"];
 
 /// Every row of every table of the store's schema, one table after another, rows ordered by
 /// key (tables Docket does not know are dumped in row-text order), as text.
@@ -47,7 +52,7 @@ const SNAPSHOT_ORDER: &[(&str, &str)] = &[
 /// Driver errors.
 pub async fn raw_snapshot(store: &PostgresStore) -> Result<String, StoreError> {
     let mut conn = store.conn().await?;
-    let tables = store
+    let tables: Vec<String> = store
         .q("SELECT tablename::text FROM pg_tables WHERE schemaname = $1 ORDER BY tablename")
         .bind(store.schema())
         .fetch_all(&mut conn)
@@ -57,11 +62,27 @@ pub async fn raw_snapshot(store: &PostgresStore) -> Result<String, StoreError> {
         .map(|row| row.try_get::<String, _>(0))
         .collect::<Result<Vec<_>, _>>()
         .map_err(error::safe)?;
+    dump_tables(store, &tables).await
+}
+
+/// Every row of the operation registry's tables of the store's schema (owners, then
+/// operations, rows ordered by key), as text.
+///
+/// # Errors
+/// Driver errors.
+pub async fn raw_ops_snapshot(store: &PostgresStore) -> Result<String, StoreError> {
+    let tables: Vec<String> = OPS_TABLES.iter().map(|t| (*t).to_owned()).collect();
+    dump_tables(store, &tables).await
+}
+
+/// The rows of `tables` of the store's schema, one table after another.
+async fn dump_tables(store: &PostgresStore, tables: &[String]) -> Result<String, StoreError> {
+    let mut conn = store.conn().await?;
     let mut out = String::new();
     for table in tables {
         let order = SNAPSHOT_ORDER
             .iter()
-            .find(|(name, _)| *name == table)
+            .find(|(name, _)| name == table)
             .map_or("t::text", |(_, key)| key);
         let rows: String = store
             .q(&format!(
