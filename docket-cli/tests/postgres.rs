@@ -151,3 +151,9 @@ fn no_command_prints_the_password_of_a_postgres_url() {
         leaks.join("\n")
     );
 }
+
+#[test]
+fn the_ops_commands_show_what_a_session_registered_through_the_library_on_postgres() {
+    let schema = Schema::fresh("ops");
+    support::ops::check_the_ops_commands(&schema.url);
+}
