@@ -1,0 +1,6 @@
+//! Detached jobs as Docket runs: the [`authority::DocketJobAuthority`], the deterministic
+//! identity of a submission and the mapping of run status to terminal result.
+
+pub mod authority;
+pub mod identity;
+pub mod terminal;
