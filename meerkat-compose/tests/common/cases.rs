@@ -121,7 +121,7 @@ async fn item(h: &Handles, id: &str) -> WorkItemRef {
 }
 
 fn coordinator(h: &Handles, jobs: Arc<dyn JobAuthority>) -> JobAwaitCoordinator {
-    JobAwaitCoordinator::new(REALM, jobs, h.ops.clone(), h.clock.clone())
+    JobAwaitCoordinator::new(REALM, jobs, h.ops().clone(), h.clock.clone())
 }
 
 fn wait_id(session: &SessionId, reference: &JobReference) -> OperationId {
@@ -133,7 +133,7 @@ async fn op_status(
     session: &SessionId,
     reference: &JobReference,
 ) -> Option<OperationStatus> {
-    h.ops
+    h.ops()
         .operation_snapshot(session, &wait_id(session, reference))
         .await
         .expect("snapshot")
@@ -457,7 +457,7 @@ pub async fn await_is_durable_authorized_and_reopen_does_not_advance_the_job(kin
         Err(JobCompositionError::Job(DetachedJobError::NotFound(_)))
     ));
     let foreign =
-        JobAwaitCoordinator::new("realm-b", h.jobs.clone(), h.ops.clone(), h.clock.clone())
+        JobAwaitCoordinator::new("realm-b", h.jobs.clone(), h.ops().clone(), h.clock.clone())
             .await_job(&origin, &reference)
             .await;
     assert!(matches!(
@@ -477,7 +477,7 @@ pub async fn awaiting_an_ended_job_closes_the_binding_for_every_class(kind: Kind
             .expect("await");
         assert!(receipt.already_terminal);
         let op = h
-            .ops
+            .ops()
             .operation_snapshot(&origin, &receipt.operation_id)
             .await
             .expect("snap")
@@ -565,7 +565,7 @@ pub async fn terminal_delivery_closes_the_wait_once_and_still_reaches_the_sink(k
             .expect("applied");
     }
     let op = h
-        .ops
+        .ops()
         .operation_snapshot(&origin, &wait_id(&origin, &reference))
         .await
         .expect("snap")
@@ -605,11 +605,11 @@ pub async fn a_foreign_operation_at_the_wait_id_is_rejected_and_left_running(kin
     let terminal = terminal_of(&h, &reference).await;
     let id = wait_id(&origin, &reference);
     let spec = OperationSpec::new(id, OperationKind::BackgroundToolOp, "not a wait");
-    h.ops
+    h.ops()
         .register_operation(&origin, &spec, None, h.clock.now())
         .await
         .expect("register");
-    h.ops
+    h.ops()
         .provisioning_succeeded(&origin, &id, h.clock.now())
         .await
         .expect("start");
@@ -665,7 +665,7 @@ pub async fn delivery_after_owner_termination_applies_cleanly(kind: Kind) {
         .await_job(&origin, &reference)
         .await
         .expect("await");
-    h.ops
+    h.ops()
         .terminate_owner(&origin, "session closed", h.clock.now())
         .await
         .expect("terminate");
@@ -726,7 +726,7 @@ pub async fn failed_or_cancelled_delivery_while_provisioning_lets_await_succeed(
             REALM,
             reference.job_id().as_str(),
         ));
-        h.ops
+        h.ops()
             .register_operation(&origin, &spec, None, h.clock.now())
             .await
             .expect("register");
@@ -796,7 +796,7 @@ async fn delivered_state(
         .filter(|e| e.id == format!("detached_job:{}:terminal", reference.job_id()))
         .count();
     let op = h
-        .ops
+        .ops()
         .operation_snapshot(origin, &wait_id(origin, reference))
         .await
         .expect("snap");

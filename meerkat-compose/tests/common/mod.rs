@@ -38,7 +38,7 @@ pub struct Handles {
     pub store: ComposeStore,
     pub authority: DocketJobAuthority,
     pub jobs: Arc<dyn JobAuthority>,
-    pub ops: Arc<dyn OpsLifecycleRegistry>,
+    ops: Option<Arc<dyn OpsLifecycleRegistry>>,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -161,10 +161,9 @@ impl Case {
         let authority =
             DocketJobAuthority::new(docket.clone(), job_graph::graph(), store.ledger.clone())
                 .with_input(job_graph::input);
-        let ops: Arc<dyn OpsLifecycleRegistry> = Arc::new(
-            BackendOps::new(backend.clone())
-                .expect("this backend offers no operation registry yet (not merged?)"),
-        );
+        let ops = BackendOps::new(backend.clone())
+            .ok()
+            .map(|ops| Arc::new(ops) as Arc<dyn OpsLifecycleRegistry>);
         Handles {
             docket,
             backend,
@@ -174,6 +173,16 @@ impl Case {
             ops,
             clock: Arc::new(SystemClock),
         }
+    }
+}
+
+impl Handles {
+    /// The backend's operation registry. A backend without one fails the case that needs it
+    /// (never a skip).
+    pub fn ops(&self) -> &Arc<dyn OpsLifecycleRegistry> {
+        self.ops
+            .as_ref()
+            .expect("this backend offers no operation registry (`RunStore::ops_registry` is None)")
     }
 }
 
