@@ -35,13 +35,16 @@ for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do out[#out + 1] = e en
 return out
 ";
 
-/// Appends under a revision: `{0}` absent, `{1, actual}` stale, `{2, revision}` written.
+/// Appends under a revision: `{0}` absent, `{1, actual}` stale, `{2, revision,
+/// evidence...}` written (the item after the write, so no second round trip).
 const ADD_EVIDENCE: &str = r"
 local revision = redis.call('HGET', KEYS[1], 'revision')
-if not revision then return {0} end
-if revision ~= ARGV[1] then return {1, revision} end
+if not revision then return {'0'} end
+if revision ~= ARGV[1] then return {'1', revision} end
 redis.call('RPUSH', KEYS[2], ARGV[2])
-return {2, tostring(redis.call('HINCRBY', KEYS[1], 'revision', 1))}
+local out = { '2', tostring(redis.call('HINCRBY', KEYS[1], 'revision', 1)) }
+for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do out[#out + 1] = e end
+return out
 ";
 
 /// Records a job pending unless it is known.
@@ -59,11 +62,20 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 ";
 
+/// The scripts, hashed once per store rather than per call.
+struct Scripts {
+    read_item: Script,
+    add_evidence: Script,
+    record_pending: Script,
+    mark_delivered: Script,
+}
+
 /// The Redis compose store. Clones share one connection manager.
 #[derive(Clone)]
 pub struct RedisComposeStore {
     conn: ConnectionManager,
     prefix: String,
+    scripts: std::sync::Arc<Scripts>,
 }
 
 impl std::fmt::Debug for RedisComposeStore {
@@ -137,6 +149,12 @@ impl RedisComposeStore {
         Ok(RedisComposeStore {
             conn,
             prefix: format!("{}mc:", Keys::new(namespace).prefix()),
+            scripts: std::sync::Arc::new(Scripts {
+                read_item: Script::new(READ_ITEM),
+                add_evidence: Script::new(ADD_EVIDENCE),
+                record_pending: Script::new(RECORD_PENDING),
+                mark_delivered: Script::new(MARK_DELIVERED),
+            }),
         })
     }
 
@@ -196,7 +214,9 @@ impl EvidenceGraph for RedisComposeStore {
     async fn get_item(&self, item: &WorkItemRef) -> Result<EvidenceItem, EvidenceError> {
         let (item_key, evidence_key) = self.item_keys(item);
         let mut conn = self.conn.clone();
-        let found: Option<Vec<String>> = Script::new(READ_ITEM)
+        let found: Option<Vec<String>> = self
+            .scripts
+            .read_item
             .key(item_key)
             .key(evidence_key)
             .invoke_async(&mut conn)
@@ -224,7 +244,9 @@ impl EvidenceGraph for RedisComposeStore {
             .map_err(|e| EvidenceError::store(false, format!("encode evidence: {e}")))?;
         let (item_key, evidence_key) = self.item_keys(item);
         let mut conn = self.conn.clone();
-        let reply: Vec<String> = Script::new(ADD_EVIDENCE)
+        let reply: Vec<String> = self
+            .scripts
+            .add_evidence
             .key(item_key)
             .key(evidence_key)
             .arg(expected_revision.to_string())
@@ -239,7 +261,11 @@ impl EvidenceGraph for RedisComposeStore {
                 expected: expected_revision,
                 actual: parse_revision(actual)?,
             }),
-            [status, _] if status == "2" => self.get_item(item).await,
+            [status, revision, list @ ..] if status == "2" => Ok(EvidenceItem {
+                item: item.clone(),
+                revision: parse_revision(revision)?,
+                evidence: decode_evidence(list)?,
+            }),
             other => Err(EvidenceError::store(
                 false,
                 format!("unexpected script reply {other:?}"),
@@ -253,7 +279,9 @@ impl DeliveryLedger for RedisComposeStore {
     async fn record_pending(&self, job: &JobReference) -> Result<(), DetachedJobError> {
         let (jobs, pending) = self.job_keys(job.realm_id());
         let mut conn = self.conn.clone();
-        let _: i64 = Script::new(RECORD_PENDING)
+        let _: i64 = self
+            .scripts
+            .record_pending
             .key(jobs)
             .key(pending)
             .arg(job.job_id().as_str())
@@ -285,7 +313,9 @@ impl DeliveryLedger for RedisComposeStore {
     async fn mark_delivered(&self, job: &JobReference) -> Result<(), DetachedJobError> {
         let (jobs, pending) = self.job_keys(job.realm_id());
         let mut conn = self.conn.clone();
-        let _: i64 = Script::new(MARK_DELIVERED)
+        let _: i64 = self
+            .scripts
+            .mark_delivered
             .key(jobs)
             .key(pending)
             .arg(job.job_id().as_str())
