@@ -85,7 +85,7 @@ async fn run() -> Result<(), Box<dyn Error>> {
         nodes::registry().with("example.scan", scan)?,
     )
     .build()?;
-    let authority = DocketJobAuthority::new(docket.clone(), graph()?, store.ledger.clone());
+    let authority = DocketJobAuthority::new(docket.clone(), graph()?, store.ledger.clone())?;
     let jobs: Arc<dyn JobAuthority> = Arc::new(authority);
     let ops: Arc<dyn OpsLifecycleRegistry> = Arc::new(BackendOps::new(backend)?);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);

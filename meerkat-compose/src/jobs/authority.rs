@@ -14,6 +14,7 @@ use docket_core::ops::SessionId;
 use docket_core::store::StoreError;
 
 use crate::jobs::identity::{fingerprint, job_id_of};
+use crate::jobs::restart::graph_for_class;
 use crate::jobs::terminal::terminal_result_of;
 use crate::ports::authority::JobAuthority;
 use crate::ports::error::DetachedJobError;
@@ -41,9 +42,9 @@ pub type JobInput = Arc<dyn Fn(&JobSpec) -> ValueMap + Send + Sync>;
 /// * **Stored with the run** (metadata `meerkat_job`): realm, origin session, submission key,
 ///   fingerprint, restart class.
 /// * **Execution.** Every job runs the host's graph (published in each realm on first use),
-///   driven by the ordinary Docket worker; the graph's node retry policies carry the restart
-///   class, and its nodes end a job as failed, worker-lost or needing attention through the
-///   failure reasons of [`crate::jobs::terminal`].
+///   driven by the ordinary Docket worker; its restart class picks the node retry policies
+///   ([`crate::jobs::restart`]), and its nodes end a job as failed, worker-lost or needing
+///   attention through the failure reasons of [`crate::jobs::terminal`].
 /// * **Delivery.** Before starting the run, the job is recorded pending in the
 ///   [`DeliveryLedger`], so its terminal result is delivered even if this process dies right
 ///   after the run ends (see [`crate::DeliveryPump`]).
@@ -54,9 +55,10 @@ pub type JobInput = Arc<dyn Fn(&JobSpec) -> ValueMap + Send + Sync>;
 pub struct DocketJobAuthority {
     docket: Docket,
     graph: Arc<GraphDocument>,
+    strict_graph: Arc<GraphDocument>,
     ledger: Arc<dyn DeliveryLedger>,
     input: JobInput,
-    published: Arc<Mutex<HashMap<String, GraphRef>>>,
+    published: Arc<Mutex<HashMap<(String, bool), GraphRef>>>,
 }
 
 impl fmt::Debug for DocketJobAuthority {
@@ -69,17 +71,26 @@ impl fmt::Debug for DocketJobAuthority {
 }
 
 impl DocketJobAuthority {
-    /// An authority running every job as a run of `graph` on `docket`, recording deliveries
-    /// in `ledger`. Runs start with an empty input; see [`DocketJobAuthority::with_input`].
-    #[must_use]
-    pub fn new(docket: Docket, graph: GraphDocument, ledger: Arc<dyn DeliveryLedger>) -> Self {
-        DocketJobAuthority {
+    /// An authority running every job as a run of `graph` on `docket` (with the retry
+    /// policies of its restart class, see [`crate::jobs::restart`]), recording deliveries in
+    /// `ledger`. Runs start with an empty input; see [`DocketJobAuthority::with_input`].
+    ///
+    /// # Errors
+    /// `InvalidInput` if the graph cannot be rewritten for non-resumable jobs.
+    pub fn new(
+        docket: Docket,
+        graph: GraphDocument,
+        ledger: Arc<dyn DeliveryLedger>,
+    ) -> Result<Self, DetachedJobError> {
+        let strict_graph = graph_for_class(&graph, RestartClass::NonResumable)?;
+        Ok(DocketJobAuthority {
             docket: docket.tenantless(),
             graph: Arc::new(graph),
+            strict_graph: Arc::new(strict_graph),
             ledger,
             input: Arc::new(|_: &JobSpec| ValueMap::new()),
             published: Arc::new(Mutex::new(HashMap::new())),
-        }
+        })
     }
 
     /// The same authority building each run's input with `input`.
@@ -135,25 +146,33 @@ impl DocketJobAuthority {
         }
     }
 
-    async fn graph_ref(&self, realm: &str, docket: &Docket) -> Result<GraphRef, DetachedJobError> {
-        if let Some(found) = self.published_ref(realm) {
+    async fn graph_ref(
+        &self,
+        realm: &str,
+        class: RestartClass,
+        docket: &Docket,
+    ) -> Result<GraphRef, DetachedJobError> {
+        let key = (realm.to_owned(), class == RestartClass::NonResumable);
+        if let Some(found) = self.published_ref(&key) {
             return Ok(found);
         }
-        let publication = docket
-            .publish_graph(&self.graph)
-            .await
-            .map_err(|e| match e {
-                DocketError::InvalidGraph { .. } => DetachedJobError::InvalidInput(e.to_string()),
-                other => store_error(&other),
-            })?;
+        let graph = if key.1 {
+            &self.strict_graph
+        } else {
+            &self.graph
+        };
+        let publication = docket.publish_graph(graph).await.map_err(|e| match e {
+            DocketError::InvalidGraph { .. } => DetachedJobError::InvalidInput(e.to_string()),
+            other => store_error(&other),
+        })?;
         if let Ok(mut published) = self.published.lock() {
-            published.insert(realm.to_owned(), publication.graph_ref.clone());
+            published.insert(key, publication.graph_ref.clone());
         }
         Ok(publication.graph_ref)
     }
 
-    fn published_ref(&self, realm: &str) -> Option<GraphRef> {
-        self.published.lock().ok()?.get(realm).cloned()
+    fn published_ref(&self, key: &(String, bool)) -> Option<GraphRef> {
+        self.published.lock().ok()?.get(key).cloned()
     }
 
     async fn existing(
@@ -205,7 +224,9 @@ impl JobAuthority for DocketJobAuthority {
         // Pending first: a crash after the run exists but before this line would otherwise
         // leave a run whose terminal result is never delivered.
         self.ledger.record_pending(&reference).await?;
-        let graph_ref = self.graph_ref(&spec.realm_id, &docket).await?;
+        let graph_ref = self
+            .graph_ref(&spec.realm_id, spec.restart_class, &docket)
+            .await?;
         let metadata = StoredJob::metadata(&spec, &fingerprint);
         let options = StartOptions {
             run_id: Some(run_id_of(&job_id)?),

@@ -3,4 +3,5 @@
 
 pub mod authority;
 pub mod identity;
+pub mod restart;
 pub mod terminal;

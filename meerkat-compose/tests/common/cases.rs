@@ -20,7 +20,7 @@ use meerkat_compose::{
     WorkEvidenceKind, WorkEvidenceRef, WorkItemId, WorkItemRef, WorkNamespace,
 };
 
-use super::job_graph::{ATTENTION, FAIL, LOSE, SUCCEED};
+use super::job_graph::{ATTENTION, FAIL, FLAKY, LOSE, SUCCEED};
 use super::wrappers::{FailingAckLedger, PausingJobs, RecordingSink};
 use super::{drain, session, Case, Handles, Kind};
 
@@ -948,4 +948,42 @@ pub async fn evidence_port_refuses_stale_revisions_and_reserved_evidence(kind: K
     let stored = h.store.evidence.get_item(&target).await.expect("item");
     assert_eq!(stored.evidence, vec![plain]);
     assert_eq!(stored.revision, 1);
+}
+
+// ---------------------------------------------------------------- restart classes
+
+pub async fn restart_classes_choose_the_retry_policy(kind: Kind) {
+    let (_case, h) = Case::open(kind).await;
+    let origin = session();
+    let mut results = Vec::new();
+    for class in [RestartClass::NonResumable, RestartClass::Replayable] {
+        let template = ScheduledJobTemplate::new(
+            REALM,
+            origin,
+            ToolIdentity::new(FLAKY, "1").expect("tool"),
+            RunnerIdentity::new("runner", "1").expect("runner"),
+            class,
+            CanonicalArgumentsHash::new("args-hash").expect("hash"),
+        )
+        .expect("template");
+        let occurrence = uuid::Uuid::new_v4();
+        ScheduledDurableJobRunnable::new(h.jobs.clone(), template.clone())
+            .run(invocation(occurrence))
+            .await
+            .expect("submitted");
+        drain(&h.docket).await;
+        results.push(terminal_of(&h, &reference_for(&template, occurrence)).await);
+    }
+    assert_eq!(
+        results,
+        [
+            JobTerminalResult::Failed {
+                code: code("node_failed"),
+                detail_ref: None
+            },
+            JobTerminalResult::Succeeded {
+                result_ref: Some(JobResultRef::new("result-1").expect("ref"))
+            },
+        ]
+    );
 }

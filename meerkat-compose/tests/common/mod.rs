@@ -160,6 +160,7 @@ impl Case {
             .expect("docket");
         let authority =
             DocketJobAuthority::new(docket.clone(), job_graph::graph(), store.ledger.clone())
+                .expect("authority")
                 .with_input(job_graph::input);
         let ops = BackendOps::new(backend.clone())
             .ok()
@@ -246,6 +247,7 @@ macro_rules! all_compose_cases {
             crash_between_terminal_commit_and_delivery_delivers_once_after_restart,
             crash_after_delivery_before_acknowledgement_delivers_once_after_restart,
             evidence_port_refuses_stale_revisions_and_reserved_evidence,
+            restart_classes_choose_the_retry_policy,
         );
     };
 }
