@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use docket_core::model::excerpt;
+use docket_core::ops::rules::Retention;
 use docket_core::store::url::{
     join_query, number, redact, split_query, unknown_option, Param, MAX_TIMEOUT_MS,
 };
@@ -28,6 +29,10 @@ pub struct RedisConfig {
     /// How long establishing a connection may take (URL option `connect_timeout_ms`,
     /// default 10 s): the first connection at start-up, and each reconnection attempt.
     pub connection_timeout: Duration,
+    /// How many terminal operation records the registry keeps per owner (URL option
+    /// `ops_retention`, default 256): an ending that takes an owner past it evicts the
+    /// owner's oldest terminal records in the same script.
+    pub ops_retention: Retention,
 }
 
 impl std::fmt::Debug for RedisConfig {
@@ -37,6 +42,7 @@ impl std::fmt::Debug for RedisConfig {
             .field("namespace", &self.namespace)
             .field("response_timeout", &self.response_timeout)
             .field("connection_timeout", &self.connection_timeout)
+            .field("ops_retention", &self.ops_retention.max_terminal())
             .finish()
     }
 }
@@ -52,6 +58,7 @@ pub const URL_OPTIONS: &[&str] = &[
     NAMESPACE_PARAM,
     "connect_timeout_ms",
     "statement_timeout_ms",
+    "ops_retention",
 ];
 
 /// The query parameters the Redis client understands (`protocol`; `db`, `user` and `pass`
@@ -66,7 +73,8 @@ pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 10_000;
 
 impl RedisConfig {
-    /// Default settings for `url` and `namespace` (10 s replies, 10 s to connect).
+    /// Default settings for `url` and `namespace` (10 s replies, 10 s to connect, 256
+    /// terminal operation records per owner).
     #[must_use]
     pub fn new(url: impl Into<String>, namespace: impl Into<String>) -> Self {
         RedisConfig {
@@ -74,6 +82,7 @@ impl RedisConfig {
             namespace: namespace.into(),
             response_timeout: Duration::from_millis(DEFAULT_STATEMENT_TIMEOUT_MS),
             connection_timeout: Duration::from_millis(DEFAULT_CONNECT_TIMEOUT_MS),
+            ops_retention: Retention::default(),
         }
     }
 
@@ -87,11 +96,12 @@ impl RedisConfig {
     /// | `namespace` | 1..=128 characters from `[A-Za-z0-9._-]` | `docket` |
     /// | `connect_timeout_ms` | `1..=3600000` | `10000` |
     /// | `statement_timeout_ms` | `1..=3600000` (each command or script reply) | `10000` |
+    /// | `ops_retention` | `1..=4294967295` (terminal operation records kept per owner) | `256` |
     ///
     /// # Errors
     /// [`ConnectError::InvalidNamespace`] for an empty or invalid namespace;
     /// [`ConnectError::InvalidUrl`] for an unknown parameter or one given more than once, or a
-    /// malformed or out-of-range timeout (the message names the range).
+    /// malformed or out-of-range timeout or retention (the message names the range).
     pub fn from_url(url: &str) -> Result<Self, ConnectError> {
         // Every parameter, Docket's or the client's, at most once.
         let (base, params) = split_query("redis", url).map_err(|e| match e {
@@ -107,6 +117,7 @@ impl RedisConfig {
         let mut kept: Vec<&str> = Vec::new();
         let mut connection_timeout = Duration::from_millis(DEFAULT_CONNECT_TIMEOUT_MS);
         let mut response_timeout = Duration::from_millis(DEFAULT_STATEMENT_TIMEOUT_MS);
+        let mut ops_retention = Retention::default();
         for Param { key, value, raw } in params {
             match (key, value) {
                 (NAMESPACE_PARAM, Some(value)) => namespace = Some(value),
@@ -115,6 +126,13 @@ impl RedisConfig {
                 }
                 ("connect_timeout_ms", value) => connection_timeout = timeout(key, value)?,
                 ("statement_timeout_ms", value) => response_timeout = timeout(key, value)?,
+                ("ops_retention", value) => {
+                    let kept = number("redis", key, value, 1..=u64::from(u32::MAX))
+                        .map_err(|e| ConnectError::InvalidUrl(e.to_string()))?;
+                    // In range, so it fits a u32 and is not zero.
+                    ops_retention = Retention::new(u32::try_from(kept).unwrap_or(u32::MAX))
+                        .map_err(|e| ConnectError::InvalidUrl(e.to_string()))?;
+                }
                 (driver, _) if CLIENT_PARAMS.contains(&driver) => kept.push(raw),
                 (unknown, _) => {
                     let known = [URL_OPTIONS, CLIENT_PARAMS].concat();
@@ -129,6 +147,7 @@ impl RedisConfig {
         Ok(RedisConfig {
             connection_timeout,
             response_timeout,
+            ops_retention,
             ..RedisConfig::new(join_query(base, &kept), namespace)
         })
     }
@@ -265,6 +284,12 @@ mod tests {
         assert_eq!(c.url, "redis://h?db=1");
         assert_eq!(c.connection_timeout, Duration::from_millis(1_500));
         assert_eq!(c.response_timeout, Duration::from_millis(2_500));
+        assert_eq!(c.ops_retention, Retention::default());
+        let c = RedisConfig::from_url("redis://h?ops_retention=3&db=1").expect("valid");
+        assert_eq!(c.url, "redis://h?db=1");
+        assert_eq!(c.ops_retention.max_terminal(), 3);
+        let c = RedisConfig::from_url("redis://h?ops_retention=4294967295").expect("valid");
+        assert_eq!(c.ops_retention.max_terminal(), u32::MAX);
         let c = RedisConfig::from_url("redis://h:1/").expect("valid");
         assert_eq!(
             (c.url.as_str(), c.namespace.as_str()),
@@ -297,6 +322,12 @@ mod tests {
             "redis://h?statement_timeout_ms",
             "redis://h?statement_timeout_ms=1&statement_timeout_ms=2",
             "redis://h?x=1",
+            "redis://h?ops_retention=0",
+            "redis://h?ops_retention=4294967296",
+            "redis://h?ops_retention=-1",
+            "redis://h?ops_retention=x",
+            "redis://h?ops_retention",
+            "redis://h?ops_retention=1&ops_retention=1",
         ] {
             assert!(
                 matches!(RedisConfig::from_url(url), Err(ConnectError::InvalidUrl(_))),

@@ -1,9 +1,10 @@
 //! # docket-redis
 //!
 //! The Redis backend of Docket: [`RedisStore`] implements
-//! [`docket_core::store::RunStore`] and [`docket_core::store::GraphStore`] with one Lua script
-//! per write operation (`lua/*.lua`), so every transition, claim and retention pass is one
-//! atomic server-side step.
+//! [`docket_core::store::RunStore`], [`docket_core::store::GraphStore`] and the operation
+//! registry [`docket_core::ops::OpsLifecycleRegistry`] with one Lua script per write operation
+//! (`lua/*.lua`), so every transition, claim, registry write and retention pass is one atomic
+//! server-side step.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), docket_redis::ConnectError> {
@@ -52,6 +53,11 @@
 //! | `T graph:<owner>:<graph_id>:<hash>` | hash | `bytes` (canonical document), `published_at`, `refs` (runs referencing it) |
 //! | `T graph_versions:<owner>:<graph_id>` | zset (lex) | `sortable(published_at):hash` |
 //! | `T graphs_by_time` | zset (lex) | `sortable(published_at) NUL owner NUL graph_id NUL hash`: every version, oldest first (graph retention) |
+//! | `T ops:<session>` | hash | registry owner: `retired` (`1`), `seq` (last completion sequence minted) |
+//! | `T ops:<session>:op:<op_id>` | hash | one operation: `kind`, `name`, `label`, `source`, `status`, `progress`, `outcome`, `seq`, `created_at`, `started_at`, `completed_at` (absent field = none) |
+//! | `T ops:<session>:live` | zset (lex) | ids of the owner's live operations (admission count, termination order) |
+//! | `T ops:<session>:done` | zset | ids of the owner's retained terminal operations scored by completion sequence (collection order, retention) |
+//! | `T ops:<session>:names` | zset (lex) | `display_name NUL op_id` of every retained operation (listing order) |
 //!
 //! `seq19` is a seq zero-padded to 19 digits and `sortable(t)` a fixed-width rendering of a
 //! timestamp whose byte order is time order, so the lexicographic sets (`zset (lex)`, all
@@ -61,9 +67,16 @@
 //! compare as equal (ordering stays monotone). Stored hash fields always keep the exact
 //! integer, and scripts compare seqs and tokens as strings, never as Lua numbers.
 //!
+//! Session and operation ids are hyphenated UUIDs and need no encoding; no run or graph key
+//! starts with `ops:`, so the registry never collides with the runs. Each owner keeps at most
+//! `ops_retention` (URL option, default 256) terminal records: the ending that goes past it
+//! evicts the smallest completion sequences in the same script.
+//!
 //! Wake hints are published on the channel `docket:<ns>:wake` (channels are not keys) when a
 //! commit, an initialization or a poison recovery records a wake that is already due; release
-//! and abandon are silent, as in `docs/storage-contract.md`, “Wake hints”.
+//! and abandon are silent, as in `docs/storage-contract.md`, “Wake hints”. A registry write
+//! that ends an operation publishes on `docket:<ns>:ops` instead, so completion watches wake
+//! without waking run workers.
 //!
 //! ## Durability and failover
 //!

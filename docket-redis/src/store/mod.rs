@@ -3,6 +3,7 @@
 mod admin;
 mod claims;
 mod graphs;
+mod ops;
 mod reads;
 mod retention;
 mod traits;
@@ -15,6 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use docket_core::model::Scope;
+use docket_core::ops::rules::Retention;
 use docket_core::store::{Message, StoreError};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, ErrorKind, FromRedisValue, ServerErrorKind};
@@ -27,8 +29,9 @@ use crate::error::{map_redis_error, Access};
 use crate::keys::Keys;
 use crate::scripts::{Reply, ScriptRunner, Scripts};
 
-/// The Redis implementation of [`docket_core::store::RunStore`] and
-/// [`docket_core::store::GraphStore`]. Cheap to clone: clones share one connection manager.
+/// The Redis implementation of [`docket_core::store::RunStore`],
+/// [`docket_core::store::GraphStore`] and [`docket_core::ops::OpsLifecycleRegistry`]. Cheap to
+/// clone: clones share one connection manager.
 ///
 /// See the crate documentation for the key layout, the scripts and the durability contract.
 #[derive(Clone)]
@@ -42,6 +45,7 @@ struct Inner {
     keys: Keys,
     scripts: Scripts,
     runtime: tokio::runtime::Handle,
+    ops_retention: Retention,
 }
 
 impl fmt::Debug for RedisStore {
@@ -103,6 +107,7 @@ impl RedisStore {
                 keys: Keys::new(&config.namespace),
                 scripts: Scripts::new(),
                 runtime: tokio::runtime::Handle::current(),
+                ops_retention: config.ops_retention,
             }),
         };
         store.check_server().await?;
@@ -123,6 +128,7 @@ impl RedisStore {
                 keys: self.inner.keys.clone(),
                 scripts: Scripts::with_fail_points(),
                 runtime: self.inner.runtime.clone(),
+                ops_retention: self.inner.ops_retention,
             }),
         }
     }
@@ -237,6 +243,10 @@ impl RedisStore {
 
     pub(crate) fn runtime(&self) -> &tokio::runtime::Handle {
         &self.inner.runtime
+    }
+
+    pub(crate) fn ops_retention(&self) -> Retention {
+        self.inner.ops_retention
     }
 }
 

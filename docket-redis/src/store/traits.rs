@@ -10,6 +10,7 @@ use docket_core::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
     GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
 };
+use docket_core::ops::OpsLifecycleRegistry;
 use docket_core::store::{
     AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
     InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
@@ -136,6 +137,10 @@ impl RunStore for RedisStore {
             self.keys().wake_channel(),
             self.runtime(),
         ))
+    }
+
+    fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {
+        Some(self)
     }
 }
 

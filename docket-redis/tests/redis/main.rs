@@ -10,6 +10,7 @@ mod events;
 mod fail_points;
 mod graphs;
 mod handback;
+mod ops;
 mod prune;
 mod races;
 mod rejections;

@@ -14,9 +14,9 @@ use docket_core::store::rules::effects::{
 };
 use docket_core::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, StoreError};
 
-use super::sql::{load_ops, load_run, update_ops};
 use crate::codec::{decode_ops, row_values, OpsRow, OPS_COLUMNS};
 use crate::error::SqlResult;
+use crate::sql::{load_ops, load_run, update_ops};
 
 fn candidates(
     conn: &Connection,

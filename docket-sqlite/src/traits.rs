@@ -5,7 +5,6 @@
 //! not stop the job: it may still commit, which the caller resolves by re-reading.
 
 use async_trait::async_trait;
-use futures::stream;
 
 use docket_core::graph::GraphDocument;
 use docket_core::model::{
@@ -24,8 +23,9 @@ use docket_core::store::{
     InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
 };
 
-use super::sql::{immediate, snapshot};
-use super::{claims, graphs, prune, reads, transitions, SqliteStore};
+use crate::sql::{immediate, snapshot};
+use crate::store::SqliteStore;
+use crate::{claims, graphs, prune, reads, transitions};
 
 impl SqliteStore {
     /// Sends a hint when a transition left a wake that is already due.
@@ -224,15 +224,7 @@ impl RunStore for SqliteStore {
     }
 
     fn wakeups(&self) -> Option<Wakeups> {
-        let receiver = self.inner.wake.subscribe();
-        Some(Box::pin(stream::unfold(receiver, |mut rx| async move {
-            use tokio::sync::broadcast::error::RecvError;
-            match rx.recv().await {
-                // A lagging subscriber missed hints; one hint stands for all of them.
-                Ok(()) | Err(RecvError::Lagged(_)) => Some(((), rx)),
-                Err(RecvError::Closed) => None,
-            }
-        })))
+        Some(self.inner.wake.subscribe())
     }
 
     fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {

@@ -11,10 +11,10 @@ use docket_core::model::{OwnerScope, Scope};
 use docket_core::store::rules::transition::{Commit, Init, Planned};
 use docket_core::store::StoreError;
 
-use super::sql::{
+use crate::error::SqlResult;
+use crate::sql::{
     insert_events, insert_run, load_event_for_merge, load_head, run_exists, update_run,
 };
-use crate::error::SqlResult;
 
 /// `initialize`: graph exists in `owner` → run id unused anywhere → insert row and events.
 pub(crate) fn initialize(

@@ -7,11 +7,11 @@ use docket_core::model::{Event, EventPage, EventQuery, RunId, RunInfo, RunPage, 
 use docket_core::store::rules::queries::{event_page, run_page};
 use docket_core::store::StoreError;
 
-use super::sql::{load_event, load_run, snapshot};
 use crate::codec::{
     clamp_u64, decode_event, decode_summary, row_values, EVENT_COLUMNS, SUMMARY_COLUMNS,
 };
 use crate::error::SqlResult;
+use crate::sql::{load_event, load_run, snapshot};
 
 /// `inspect_run` (and, through `.run`, `fetch_run`).
 pub(crate) fn inspect(
@@ -83,7 +83,7 @@ pub(crate) fn fetch_event(
     seq: u64,
 ) -> Result<Event, StoreError> {
     snapshot(conn, |tx| {
-        if !super::sql::visible(tx, scope, run_id)? {
+        if !crate::sql::visible(tx, scope, run_id)? {
             return Err(StoreError::NotFound);
         }
         load_event(tx, run_id, seq)?.ok_or(StoreError::NotFound)
@@ -97,7 +97,7 @@ pub(crate) fn fetch_latest_event(
     run_id: &RunId,
 ) -> Result<Option<Event>, StoreError> {
     snapshot(conn, |tx| {
-        if !super::sql::visible(tx, scope, run_id)? {
+        if !crate::sql::visible(tx, scope, run_id)? {
             return Err(StoreError::NotFound);
         }
         let mut stmt = tx
@@ -126,7 +126,7 @@ pub(crate) fn list_events(
     query: &EventQuery,
 ) -> Result<EventPage, StoreError> {
     snapshot(conn, |tx| {
-        if !super::sql::visible(tx, scope, run_id)? {
+        if !crate::sql::visible(tx, scope, run_id)? {
             return Err(StoreError::NotFound);
         }
         let latest_seq: i64 = tx

@@ -1,27 +1,15 @@
 //! [`SqliteStore`]: the value that implements the store traits.
 
-mod api;
-mod claims;
-mod graphs;
-mod prune;
-mod reads;
-mod sql;
-mod transitions;
-
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use tokio::sync::broadcast;
 
 use docket_core::store::StoreError;
 
 use crate::error::SqlResult;
 use crate::options::{parse_url, SqliteOptions};
+use crate::wakeups::Hints;
 use crate::workers::Workers;
-
-/// Wake hints buffered per subscriber before older ones are folded into one.
-const WAKE_CAPACITY: usize = 16;
 
 /// The embedded SQLite store: one database file, one writer thread, a few reader threads.
 /// The same value is the run store, the graph store and the operation registry.
@@ -35,9 +23,10 @@ pub struct SqliteStore {
 
 pub(crate) struct Inner {
     pub(crate) workers: Workers,
-    wake: broadcast::Sender<()>,
+    /// Hints that a run may have become due.
+    pub(crate) wake: Hints,
     /// Hints that an operation of the registry may have ended.
-    pub(crate) ops_wake: broadcast::Sender<()>,
+    pub(crate) ops_wake: Hints,
     path: PathBuf,
     pub(crate) options: SqliteOptions,
 }
@@ -74,13 +63,11 @@ impl SqliteStore {
         options.validate()?;
         let path = path.as_ref().to_path_buf();
         let workers = Workers::start(&path, &options).await?;
-        let (wake, _) = broadcast::channel(WAKE_CAPACITY);
-        let (ops_wake, _) = broadcast::channel(WAKE_CAPACITY);
         Ok(Self {
             inner: Arc::new(Inner {
                 workers,
-                wake,
-                ops_wake,
+                wake: Hints::new(),
+                ops_wake: Hints::new(),
                 path,
                 options,
             }),
@@ -137,8 +124,8 @@ impl SqliteStore {
     }
 
     /// Sends a wake hint to every subscriber (nobody listening is fine).
-    fn hint(&self) {
-        let _ = self.inner.wake.send(());
+    pub(crate) fn hint(&self) {
+        self.inner.wake.send();
     }
 }
 
