@@ -4,7 +4,7 @@
 //! built once, with the schema name, when the store is opened.
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::Row;
 
 use crate::ports::error::{DetachedJobError, EvidenceError};
@@ -173,22 +173,35 @@ impl PostgresComposeStore {
     /// # Errors
     /// `InvalidInput` for a malformed URL; `Store` for a failure to connect or migrate, or a
     /// compose schema of another version.
+    ///
+    /// The driver settings are the run store's own for that URL (`docket_postgres::driver_options`,
+    /// e.g. no statement cache behind a transaction pooler).
     pub async fn connect_url(url: &str) -> Result<Self, DetachedJobError> {
-        let (driver_url, options) = docket_postgres::parse_url(url)
+        let (connect, options) = docket_postgres::driver_options(url)
             .map_err(|e| DetachedJobError::InvalidInput(e.to_string()))?;
-        Self::connect(&driver_url, &options.schema).await
+        Self::connect_with(connect, &options.schema).await
     }
 
-    /// Connects with a driver URL to `schema` and migrates the compose tables.
+    /// Connects with a plain driver URL to `schema` and migrates the compose tables.
     ///
     /// # Errors
-    /// `InvalidInput` for an invalid schema name; `Store` as [`Self::connect_url`].
+    /// `InvalidInput` for an invalid URL or schema name; `Store` as [`Self::connect_url`].
     pub async fn connect(driver_url: &str, schema: &str) -> Result<Self, DetachedJobError> {
+        let connect: PgConnectOptions = driver_url
+            .parse()
+            .map_err(|e: sqlx::Error| DetachedJobError::InvalidInput(e.to_string()))?;
+        Self::connect_with(connect, schema).await
+    }
+
+    async fn connect_with(
+        connect: PgConnectOptions,
+        schema: &str,
+    ) -> Result<Self, DetachedJobError> {
         docket_postgres::validate_schema_name(schema)
             .map_err(|e| DetachedJobError::InvalidInput(e.to_string()))?;
         let pool = PgPoolOptions::new()
             .max_connections(POOL_SIZE)
-            .connect(driver_url)
+            .connect_with(connect)
             .await
             .map_err(|e| job_fault(&e))?;
         let mut tx = pool.begin().await.map_err(|e| job_fault(&e))?;
