@@ -987,3 +987,70 @@ pub async fn restart_classes_choose_the_retry_policy(kind: Kind) {
         ]
     );
 }
+
+// ---------------------------------------------------------------- delivery isolation
+
+pub async fn a_blocked_delivery_holds_back_neither_other_jobs_nor_other_realms(kind: Kind) {
+    let (_case, h) = Case::open(kind).await;
+    let sink = Arc::new(RecordingSink::default());
+    let pump = pump(&h, h.store.ledger.clone(), sink.clone());
+    let blocked = submit(&h, session(), SUCCEED).await;
+    let healthy = submit(&h, session(), FAIL).await;
+    // The blocked job's work item does not exist yet: its projection fails.
+    let missing = WorkItemRef {
+        realm_id: REALM.into(),
+        namespace: WorkNamespace::new("default").expect("ns"),
+        item_id: WorkItemId::new("item-later").expect("id"),
+    };
+    pump.link(&JobWorkGraphLink::new(blocked.clone(), missing.clone()).expect("link"))
+        .await
+        .expect("linked");
+    // A job of another realm is never delivered by this realm's pump.
+    let other_realm = ScheduledJobTemplate::new(
+        "realm-b",
+        session(),
+        ToolIdentity::new(SUCCEED, "1").expect("tool"),
+        RunnerIdentity::new("runner", "1").expect("runner"),
+        RestartClass::NonResumable,
+        CanonicalArgumentsHash::new("h").expect("hash"),
+    )
+    .expect("template");
+    let foreign = h
+        .jobs
+        .submit(
+            other_realm
+                .spec_for(&invocation(uuid::Uuid::new_v4()))
+                .expect("spec"),
+        )
+        .await
+        .expect("submitted");
+    drain(&h.docket).await;
+    let first = pump.pump_once(100).await.expect("pump");
+    assert_eq!(first.delivered, vec![healthy.job_id().clone()]);
+    assert_eq!(
+        first
+            .blocked
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect::<Vec<_>>(),
+        vec![blocked.job_id().clone()]
+    );
+    let foreign = JobReference::new("realm-b", foreign.job_id).expect("reference");
+    assert!(!h.store.ledger.is_delivered(&foreign).await.expect("ledger"));
+    // Healed: the next pass delivers the blocked job, once.
+    h.store.evidence.ensure_item(&missing).await.expect("item");
+    let second = pump.pump_once(100).await.expect("pump");
+    assert_eq!(second.delivered, vec![blocked.job_id().clone()]);
+    assert!(second.blocked.is_empty());
+    assert_eq!(
+        h.store
+            .evidence
+            .get_item(&missing)
+            .await
+            .expect("item")
+            .evidence
+            .len(),
+        1
+    );
+    assert_eq!(sink.count(), 2);
+}

@@ -248,6 +248,7 @@ macro_rules! all_compose_cases {
             crash_after_delivery_before_acknowledgement_delivers_once_after_restart,
             evidence_port_refuses_stale_revisions_and_reserved_evidence,
             restart_classes_choose_the_retry_policy,
+            a_blocked_delivery_holds_back_neither_other_jobs_nor_other_realms,
         );
     };
 }
