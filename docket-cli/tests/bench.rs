@@ -196,6 +196,7 @@ async fn the_redis_bench_measures_a_fresh_namespace_beside_a_script_floor() {
     let report = bench::run(&url, &tiny()).await.expect("bench runs");
     assert_eq!(report.backend, "redis");
     assert_complete(&report);
+    assert_registry_figure(&report);
     assert!(
         report.floors.iter().any(|f| f.contains("ZPOPMIN")),
         "{:?}",
