@@ -2,6 +2,11 @@
 //!
 //! * `cargo xtask ci` — fmt check, clippy `-D warnings`, every test of every crate against the
 //!   local PostgreSQL and Redis (started if installed but down; a missing server fails the run).
+//!   `ci` also builds the documentation with rustdoc warnings denied, runs every example of
+//!   the `docket` crate (`switch_backend` on SQLite, PostgreSQL and Redis) and packages every
+//!   published crate (`library.rs`).
+//! * `cargo xtask examples`, `cargo xtask package`, `cargo xtask docs` — those three checks
+//!   alone.
 //! * `cargo xtask services` — make sure PostgreSQL and Redis answer, starting them if needed.
 //! * `cargo xtask recovery` — the crash-recovery check: SIGKILL `docket demo` mid-run, then
 //!   `docket worker --until-idle` on the same SQLite file must finish every run with a sound
@@ -21,6 +26,7 @@
 mod bench;
 mod cli;
 mod layout;
+mod library;
 mod pgbouncer;
 mod postgres;
 mod recovery;
@@ -52,13 +58,16 @@ fn main() -> ExitCode {
             })
         }
         Some("bench") => bench::run(rest),
+        Some("examples") => services().and_then(|()| library::examples()),
+        Some("package") => library::package(),
+        Some("docs") => library::docs(),
         Some("pg-plan") => postgres::runs_arg(rest, PG_PLAN_RUNS)
             .and_then(|runs| services().and_then(|()| postgres::plan(runs))),
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci|services|recovery|redis-restart [--runs N]|\
                  pg-workers [--runs N] [--pgbouncer]|pg-plan [--runs N]|\
-                 bench [--backend sqlite|postgres|redis|all] [--smoke]>"
+                 bench [--backend sqlite|postgres|redis|all] [--smoke]|examples|package|docs>"
             );
             return ExitCode::from(2);
         }
@@ -123,8 +132,16 @@ fn ci() -> Result {
         "warnings",
     ])?;
     layout::library_is_only_a_library()?;
+    library::quick_start_matches()?;
+    let docs = Instant::now();
+    library::docs()?;
+    let docs = docs.elapsed();
     services()?;
     cargo(&["test", "--workspace", "--all-features"])?;
+    let library = Instant::now();
+    library::examples()?;
+    library::package()?;
+    let library = library.elapsed();
     recovery::run()?;
     let redis = Instant::now();
     redis_restart::run(&["--runs".to_owned(), CI_RESTART_RUNS.to_owned()])?;
@@ -137,8 +154,9 @@ fn ci() -> Result {
     behind_pgbouncer()?;
     let pooled = pooled.elapsed();
     eprintln!(
-        "\nxtask ci: all green in {:.0?} (Redis restart: {redis:.1?}; PostgreSQL checks: \
-         {postgres:.1?}; through PgBouncer: {pooled:.1?})",
+        "\nxtask ci: all green in {:.0?} (docs: {docs:.1?}; examples and packaging: \
+         {library:.1?}; Redis restart: {redis:.1?}; PostgreSQL checks: {postgres:.1?}; \
+         through PgBouncer: {pooled:.1?})",
         started.elapsed(),
     );
     Ok(())
