@@ -44,13 +44,9 @@ pub const PUBLISHED: &[&str] = &[
 /// --all-features` already built) and runs each, then `switch_backend` on PostgreSQL and
 /// Redis too. Each must exit 0 within [`EXAMPLE_DEADLINE`].
 pub fn examples() -> Result {
-    cargo(&[
-        "build",
-        "--package",
-        "docket",
-        "--all-features",
-        "--examples",
-    ])?;
+    // `--workspace`, not `--package docket`: the same feature unification as the test build,
+    // so nothing is compiled again.
+    cargo(&["build", "--workspace", "--all-features", "--examples"])?;
     let dir = target_dir()?.join("debug").join("examples");
     for name in EXAMPLES {
         run_example(&dir, name, &[])?;
