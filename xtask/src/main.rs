@@ -60,7 +60,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(rest),
         Some("examples") => services().and_then(|()| library::examples()),
         Some("package") => library::package(),
-        Some("docs") => library::docs(),
+        Some("docs") => library::quick_start_matches().and_then(|()| library::docs()),
         Some("pg-plan") => postgres::runs_arg(rest, PG_PLAN_RUNS)
             .and_then(|runs| services().and_then(|()| postgres::plan(runs))),
         _ => {
