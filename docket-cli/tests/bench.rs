@@ -41,6 +41,19 @@ fn tiny() -> BenchOptions {
     }
 }
 
+/// (f) is measured on stores that offer an operation registry.
+fn assert_registry_figure(report: &BenchReport) {
+    let figure = report
+        .figure("registry_throughput")
+        .unwrap_or_else(|| panic!("registry figure missing from {:?}", report.figures));
+    assert!(figure.value > 0.0 && figure.floor > 0.0, "{figure:?}");
+    assert!(
+        report.verified.iter().any(|line| line.starts_with("(f)")),
+        "no verification of (f): {:?}",
+        report.verified
+    );
+}
+
 fn assert_complete(report: &BenchReport) {
     for key in FIGURES {
         let figure = report
@@ -98,6 +111,7 @@ async fn the_memory_bench_reports_every_figure_beside_its_floor_and_verifies() {
     let report = bench::run("memory://", &tiny()).await.expect("bench runs");
     assert_eq!(report.backend, "memory");
     assert_complete(&report);
+    assert_registry_figure(&report);
 }
 
 #[cfg(feature = "sqlite")]
@@ -109,6 +123,7 @@ async fn the_sqlite_bench_measures_a_fresh_file_and_cleanup_deletes_it() {
     let report = bench::run(&url, &tiny()).await.expect("bench runs");
     assert_eq!(report.backend, "sqlite");
     assert_complete(&report);
+    assert_registry_figure(&report);
     assert!(report.floors.iter().any(|f| f.contains("UPDATE")));
     assert!(path.exists());
     bench::purge(&url).await.expect("purged");
@@ -181,6 +196,7 @@ async fn the_redis_bench_measures_a_fresh_namespace_beside_a_script_floor() {
     let report = bench::run(&url, &tiny()).await.expect("bench runs");
     assert_eq!(report.backend, "redis");
     assert_complete(&report);
+    assert_registry_figure(&report);
     assert!(
         report.floors.iter().any(|f| f.contains("ZPOPMIN")),
         "{:?}",
@@ -311,6 +327,7 @@ async fn a_custom_store_is_benched_beside_the_in_process_floor() {
         .expect("bench runs");
     assert_eq!(report.backend, "custom");
     assert_complete(&report);
+    assert_registry_figure(&report);
 }
 
 #[test]

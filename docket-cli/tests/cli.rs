@@ -445,6 +445,13 @@ fn every_url_option_of_every_backend_refuses_bad_values_with_a_typed_error() {
                 ("namespace", OptionKind::Namespace),
                 timeouts[0],
                 timeouts[1],
+                (
+                    "ops_retention",
+                    OptionKind::Number {
+                        min: 1,
+                        max: u32::MAX as u64,
+                    },
+                ),
             ],
             docket_redis::URL_OPTIONS,
         );
@@ -923,4 +930,10 @@ fn a_sqlite_commit_refused_for_a_full_disk_is_reported_as_not_applied() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stdout.contains(": 0 with violations"), "{stdout}\n{stderr}");
+}
+
+#[test]
+fn the_ops_commands_show_what_a_session_registered_through_the_library() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    support::ops::check_the_ops_commands(&sqlite_url(dir.path(), "ops.db"));
 }

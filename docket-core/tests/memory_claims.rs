@@ -4,12 +4,11 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::num::NonZeroU32;
 
 use common::*;
 use docket_core::memory::MemoryStore;
-use docket_core::model::{OwnerScope, PoisonReason, RunStatus, Scope};
+use docket_core::model::{OwnerScope, RunStatus, Scope};
 use docket_core::store::{ClaimClass, ClaimedSchedule, ReleaseWake, RunStore, StoreErrorKind};
 
 fn nz(n: u32) -> NonZeroU32 {
@@ -52,27 +51,6 @@ async fn claim_due_batches_ready_and_expired_runs_with_minted_tokens() {
         (info.claimed_at, info.wake_at, info.claim_attempts),
         (Some(t(61_000)), None, 1)
     );
-}
-
-#[tokio::test]
-async fn claiming_touches_neither_document_nor_updated_at() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(0)).await;
-    claim_one(&store, t(5)).await;
-    assert_eq!(
-        store
-            .fetch_run(&Scope::System, &run.id)
-            .await
-            .expect("fetch"),
-        run
-    );
-}
-
-#[tokio::test]
-async fn an_empty_store_claims_nothing_and_changes_nothing() {
-    let (store, _) = store_with_graph().await;
-    let batch = assert_no_change(&store, store.claim_due(&claim_policy(t(0), 5))).await;
-    assert_eq!(batch.outcome_count(), 0);
 }
 
 #[tokio::test]
@@ -124,22 +102,6 @@ async fn ready_and_expired(
 }
 
 #[tokio::test]
-async fn demand_two_reserves_one_outcome_per_nonempty_class() {
-    let store = MemoryStore::new();
-    let (ready, expired) = ready_and_expired(&store).await;
-    let batch = store
-        .claim_due(&claim_policy(t(70_000), 2))
-        .await
-        .expect("claim");
-    let ids: Vec<_> = batch.leases.iter().map(|l| l.run_id.clone()).collect();
-    assert_eq!(
-        ids,
-        vec![expired, ready],
-        "oldest expired, then the only ready run"
-    );
-}
-
-#[tokio::test]
 async fn demand_one_serves_the_preferred_class_and_falls_through() {
     let store = MemoryStore::new();
     let (ready, expired) = ready_and_expired(&store).await;
@@ -155,116 +117,9 @@ async fn demand_one_serves_the_preferred_class_and_falls_through() {
     assert_eq!(batch.leases[0].run_id.as_str(), "e2");
 }
 
-#[tokio::test]
-async fn demand_one_without_preference_takes_the_oldest_eligible() {
-    let store = MemoryStore::new();
-    let (_, expired) = ready_and_expired(&store).await;
-    let batch = store
-        .claim_due(&claim_policy(t(70_000), 1))
-        .await
-        .expect("claim");
-    assert_eq!(batch.leases[0].run_id, expired);
-}
-
-#[tokio::test]
-async fn equal_wakes_break_ties_by_run_id() {
-    let (store, graph) = store_with_graph().await;
-    for id in ["c", "a", "b"] {
-        start_run(&store, &OwnerScope::Tenantless, &graph, id, t(7)).await;
-    }
-    let batch = store
-        .claim_due(&claim_policy(t(7), 3))
-        .await
-        .expect("claim");
-    let ids: Vec<_> = batch
-        .leases
-        .iter()
-        .map(|l| l.run_id.as_str().to_owned())
-        .collect();
-    assert_eq!(ids, vec!["a", "b", "c"]);
-}
-
-#[tokio::test]
-async fn a_poisoned_head_consumes_its_class_reservation() {
-    let (store, graph) = store_with_graph().await;
-    start_run(&store, &OwnerScope::Tenantless, &graph, "e1", t(0)).await;
-    let mut policy = claim_policy(t(0), 1);
-    policy.max_claim_attempts = nz(1);
-    store.claim_due(&policy).await.expect("claim e1");
-    start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(100_000)).await;
-    start_run(&store, &OwnerScope::Tenantless, &graph, "r2", t(100_001)).await;
-    policy.limit = nz(2);
-    policy.now = t(200_000);
-    let batch = store.claim_due(&policy).await.expect("claim");
-    assert_eq!(batch.poisoned.len(), 1);
-    assert_eq!(batch.poisoned[0].run_id.as_str(), "e1");
-    assert_eq!(batch.leases.len(), 1);
-    assert_eq!(batch.leases[0].run_id.as_str(), "r1");
-}
-
 // ---- 130 ---------------------------------------------------------------------------------
 
-#[tokio::test]
-async fn future_wakes_are_excluded_until_due_inclusive_at_the_wake() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(0)).await;
-    let lease = claim_one(&store, t(0)).await;
-    let (proposal, events) = claimed(
-        &run,
-        RunStatus::Running,
-        &lease.claim_token,
-        ClaimedSchedule::Release(ReleaseWake::At(t(5_000))),
-        t(1),
-    );
-    store
-        .commit_claimed(&Scope::System, proposal, events)
-        .await
-        .expect("retry park");
-    let early = assert_no_change(&store, store.claim_due(&claim_policy(t(4_999), 5))).await;
-    assert_eq!(early.outcome_count(), 0);
-    let due = store
-        .claim_due(&claim_policy(t(5_000), 5))
-        .await
-        .expect("claim");
-    assert_eq!(due.leases.len(), 1);
-}
-
 // ---- 131 ---------------------------------------------------------------------------------
-
-#[tokio::test]
-async fn max_attempts_n_allows_exactly_n_launches_then_poisons() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(0)).await;
-    let mut policy = claim_policy(t(0), 1);
-    policy.max_claim_attempts = nz(3);
-    policy.orphan_ttl_ms = 10;
-    for attempt in 1..=3 {
-        policy.now = t(100 * i64::from(attempt));
-        let batch = store.claim_due(&policy).await.expect("claim");
-        assert_eq!(batch.leases.len(), 1, "launch {attempt}");
-        assert_eq!(batch.leases[0].claim_attempt, attempt);
-    }
-    policy.now = t(1_000);
-    let batch = store.claim_due(&policy).await.expect("claim");
-    assert!(batch.leases.is_empty());
-    assert_eq!(batch.poisoned.len(), 1);
-    assert_eq!(batch.poisoned[0].poisoned_at, t(1_000));
-    assert_eq!(
-        batch.poisoned[0].reason,
-        PoisonReason::MaxClaimAttemptsExceeded
-    );
-    let info = store
-        .inspect_run(&Scope::System, &run.id)
-        .await
-        .expect("inspect");
-    assert_eq!(info.run, run, "poison touches neither seq nor document");
-    assert_eq!(info.claim_attempts, 3, "attempts unchanged by poisoning");
-    assert_eq!((info.wake_at, info.claimed_at), (None, None));
-    assert!(info.is_poisoned());
-    assert!(store
-        .raw_snapshot()
-        .contains("\"latest_checkpoint_type\":\"run_initialized\""));
-}
 
 #[tokio::test]
 async fn a_commit_resets_attempts_so_progress_is_never_poisoned() {
@@ -317,27 +172,6 @@ async fn a_claim_becomes_stealable_only_strictly_after_the_ttl() {
         .claim_due(&claim_policy(t(60_001), 5))
         .await
         .expect("claim");
-    assert_eq!(steal.leases.len(), 1);
-    assert_ne!(steal.leases[0].claim_token, first.claim_token);
-}
-
-#[tokio::test]
-async fn ttl_zero_steals_any_claim_older_than_now() {
-    let (store, graph) = store_with_graph().await;
-    start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(0)).await;
-    let first = claim_one(&store, t(0)).await;
-    let mut policy = claim_policy(t(0), 1);
-    policy.orphan_ttl_ms = 0;
-    assert_eq!(
-        store
-            .claim_due(&policy)
-            .await
-            .expect("same instant")
-            .outcome_count(),
-        0
-    );
-    policy.now = t(0).add_micros(1);
-    let steal = store.claim_due(&policy).await.expect("steal");
     assert_eq!(steal.leases.len(), 1);
     assert_ne!(steal.leases[0].claim_token, first.claim_token);
 }
@@ -400,20 +234,4 @@ async fn a_holder_whose_lease_was_stolen_is_fenced_and_the_thief_progresses() {
         .await
         .expect("b continues");
     assert_eq!(after.checkpoint_seq, 3);
-}
-
-#[tokio::test]
-async fn every_claim_of_a_run_mints_a_distinct_token() {
-    let (store, graph) = store_with_graph().await;
-    start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(0)).await;
-    let mut policy = claim_policy(t(0), 1);
-    policy.orphan_ttl_ms = 0;
-    policy.max_claim_attempts = nz(100);
-    let mut tokens = BTreeSet::new();
-    for i in 0..50 {
-        policy.now = t(i);
-        let batch = store.claim_due(&policy).await.expect("claim");
-        tokens.insert(batch.leases[0].claim_token.as_str().to_owned());
-    }
-    assert_eq!(tokens.len(), 50);
 }

@@ -28,66 +28,6 @@ async fn commit_with_schedule(
 }
 
 #[tokio::test]
-async fn retain_claim_keeps_the_claim_restamped_with_no_wake() {
-    let (store, run, token) =
-        commit_with_schedule(RunStatus::Running, ClaimedSchedule::RetainClaim).await;
-    let info = store
-        .inspect_run(&Scope::System, &run.id)
-        .await
-        .expect("inspect");
-    assert_eq!(
-        (info.run.status, info.run.checkpoint_seq),
-        (RunStatus::Running, 2)
-    );
-    assert_eq!((info.claimed_at, info.wake_at), (Some(t(3)), None));
-    assert_eq!(info.claim_attempts, 0);
-    store
-        .refresh_claim(&run.id, &token, t(4))
-        .await
-        .expect("still held");
-}
-
-#[tokio::test]
-async fn immediate_release_sets_a_wake_at_now_and_clears_the_claim() {
-    let (store, run, token) = commit_with_schedule(
-        RunStatus::Running,
-        ClaimedSchedule::Release(ReleaseWake::Immediate),
-    )
-    .await;
-    let info = store
-        .inspect_run(&Scope::System, &run.id)
-        .await
-        .expect("inspect");
-    assert_eq!((info.claimed_at, info.wake_at), (None, Some(t(3))));
-    assert_rejected(
-        &store,
-        StoreErrorKind::ClaimLost,
-        store.refresh_claim(&run.id, &token, t(4)),
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn timed_release_wakes_exactly_at_the_given_instant() {
-    let (store, run, token) = commit_with_schedule(
-        RunStatus::Running,
-        ClaimedSchedule::Release(ReleaseWake::At(t(9_000))),
-    )
-    .await;
-    let info = store
-        .inspect_run(&Scope::System, &run.id)
-        .await
-        .expect("inspect");
-    assert_eq!((info.claimed_at, info.wake_at), (None, Some(t(9_000))));
-    assert_rejected(
-        &store,
-        StoreErrorKind::ClaimLost,
-        store.refresh_claim(&run.id, &token, t(4)),
-    )
-    .await;
-}
-
-#[tokio::test]
 async fn external_and_terminal_releases_leave_neither_wake_nor_claim() {
     for (status, wake) in [
         (RunStatus::Waiting, ReleaseWake::External),
@@ -211,30 +151,6 @@ async fn terminal_runs_are_absorbing() {
 // ---- 11 [TRANSITION-UNCLAIMED-CAS] ------------------------------------------------------
 
 #[tokio::test]
-async fn an_unclaimed_commit_revokes_a_live_claim() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
-    let lease = claim_one(&store, t(2)).await;
-    let (proposal, events) = unclaimed(&run, RunStatus::Running, ReleaseWake::Immediate, t(3));
-    store
-        .commit_unclaimed(&Scope::Tenantless, 1, proposal, events)
-        .await
-        .expect("signal commit");
-    assert_rejected(
-        &store,
-        StoreErrorKind::ClaimLost,
-        store.refresh_claim(&run.id, &lease.claim_token, t(4)),
-    )
-    .await;
-    let info = store
-        .inspect_run(&Scope::System, &run.id)
-        .await
-        .expect("inspect");
-    assert_eq!((info.claimed_at, info.wake_at), (None, Some(t(3))));
-    assert_eq!(info.claim_attempts, 0);
-}
-
-#[tokio::test]
 async fn unclaimed_cas_sequence_matches_the_shared_scenario() {
     let (store, graph) = store_with_graph().await;
     let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
@@ -305,29 +221,4 @@ async fn unclaimed_cas_sequence_matches_the_shared_scenario() {
         .await
         .expect("fetch");
     assert_eq!(stored.checkpoint_seq, 3);
-}
-
-#[tokio::test]
-async fn a_signal_commit_clears_poison_and_resets_counters() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
-    let mut policy = claim_policy(t(2), 1);
-    policy.max_claim_attempts = std::num::NonZeroU32::new(1).expect("nonzero");
-    policy.orphan_ttl_ms = 0;
-    store.claim_due(&policy).await.expect("claim");
-    policy.now = t(3);
-    let batch = store.claim_due(&policy).await.expect("poison");
-    assert_eq!(batch.poisoned.len(), 1);
-    let (proposal, events) = unclaimed(&run, RunStatus::Cancelled, ReleaseWake::Terminal, t(4));
-    store
-        .commit_unclaimed(&Scope::Tenantless, 1, proposal, events)
-        .await
-        .expect("cancel");
-    let info = store
-        .inspect_run(&Scope::System, &run.id)
-        .await
-        .expect("inspect");
-    assert!(info.poison.is_none());
-    assert_eq!((info.claim_attempts, info.claim_abandons), (0, 0));
-    assert_eq!((info.wake_at, info.claimed_at), (None, None));
 }

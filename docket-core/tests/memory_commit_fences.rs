@@ -7,7 +7,6 @@ mod common;
 use serde_json::json;
 
 use common::*;
-use docket_core::memory::MemoryStore;
 use docket_core::model::{ClaimToken, GraphHash, GraphId, OwnerScope, RunStatus, Scope, MAX_SEQ};
 use docket_core::store::{ClaimedSchedule, ReleaseWake, RunStore, StoreErrorKind};
 
@@ -41,30 +40,6 @@ async fn a_claimed_commit_accepts_an_identical_already_stored_event() {
         .expect("latest")
         .expect("event");
     assert_eq!(latest.seq, 3);
-}
-
-#[tokio::test]
-async fn replaying_a_committed_claimed_proposal_is_stale_and_changes_nothing() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
-    let lease = claim_one(&store, t(2)).await;
-    let (proposal, events) = claimed(
-        &run,
-        RunStatus::Running,
-        &lease.claim_token,
-        ClaimedSchedule::RetainClaim,
-        t(3),
-    );
-    store
-        .commit_claimed(&Scope::System, proposal.clone(), events.clone())
-        .await
-        .expect("first commit");
-    assert_rejected(
-        &store,
-        StoreErrorKind::StaleCheckpoint,
-        store.commit_claimed(&Scope::System, proposal, events),
-    )
-    .await;
 }
 
 #[tokio::test]
@@ -113,27 +88,6 @@ async fn a_claimed_commit_that_changes_identity_is_an_invalid_transition() {
 }
 
 #[tokio::test]
-async fn a_seq_skip_is_an_invalid_transition() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
-    let lease = claim_one(&store, t(2)).await;
-    let (mut proposal, events) = claimed(
-        &run,
-        RunStatus::Running,
-        &lease.claim_token,
-        ClaimedSchedule::RetainClaim,
-        t(3),
-    );
-    proposal.run.checkpoint_seq = proposal.expected_seq + 3;
-    assert_rejected(
-        &store,
-        StoreErrorKind::InvalidTransition,
-        store.commit_claimed(&Scope::System, proposal, events),
-    )
-    .await;
-}
-
-#[tokio::test]
 async fn a_fresh_claimed_commit_stores_its_event_for_fetch_and_latest() {
     let (store, graph) = store_with_graph().await;
     let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
@@ -165,66 +119,6 @@ async fn a_fresh_claimed_commit_stores_its_event_for_fetch_and_latest() {
 // ---- `docs/reliability.md`, “Fenced commits” ----------------------------------------------------
 
 #[tokio::test]
-async fn a_current_commit_advances_the_seq_by_one_and_reads_back_exactly() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
-    let lease = claim_one(&store, t(2)).await;
-    let (proposal, events) = claimed(
-        &run,
-        RunStatus::Running,
-        &lease.claim_token,
-        ClaimedSchedule::RetainClaim,
-        t(3),
-    );
-    let proposed = proposal.run.clone();
-    let committed = store
-        .commit_claimed(&Scope::System, proposal, events)
-        .await
-        .expect("commit");
-    assert_eq!(committed.checkpoint_seq, run.checkpoint_seq + 1);
-    assert_eq!(committed, proposed);
-    let read = store
-        .fetch_run(&Scope::Tenantless, &run.id)
-        .await
-        .expect("fetch");
-    assert_eq!(read, proposed);
-}
-
-#[tokio::test]
-async fn commits_built_on_a_past_or_future_seq_are_stale() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
-    let lease = claim_one(&store, t(2)).await;
-    let (proposal, events) = claimed(
-        &run,
-        RunStatus::Running,
-        &lease.claim_token,
-        ClaimedSchedule::RetainClaim,
-        t(3),
-    );
-    let run2 = store
-        .commit_claimed(&Scope::System, proposal, events)
-        .await
-        .expect("seq 2");
-    // Built on seq 1 (the past) and on seq 3 (the future) while the run sits at seq 2.
-    for base in [&run, &next_run(&run2, RunStatus::Running, t(4))] {
-        let (proposal, events) = claimed(
-            base,
-            RunStatus::Running,
-            &lease.claim_token,
-            ClaimedSchedule::RetainClaim,
-            t(5),
-        );
-        assert_rejected(
-            &store,
-            StoreErrorKind::StaleCheckpoint,
-            store.commit_claimed(&Scope::System, proposal, events),
-        )
-        .await;
-    }
-}
-
-#[tokio::test]
 async fn a_superseded_token_is_stale() {
     let (store, graph) = store_with_graph().await;
     let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
@@ -250,50 +144,7 @@ async fn a_superseded_token_is_stale() {
     .await;
 }
 
-#[tokio::test]
-async fn a_claimed_commit_on_an_unclaimed_run_is_stale_whatever_the_token() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
-    for token in [
-        ClaimToken::mint(),
-        ClaimToken::new("never-issued").expect("token"),
-    ] {
-        let (proposal, events) = claimed(
-            &run,
-            RunStatus::Running,
-            &token,
-            ClaimedSchedule::RetainClaim,
-            t(5),
-        );
-        assert_rejected(
-            &store,
-            StoreErrorKind::StaleCheckpoint,
-            store.commit_claimed(&Scope::System, proposal, events),
-        )
-        .await;
-    }
-}
-
 // ---- 13 [TRANSITION-CLAIMED-TENANCY-IDENTITY] -------------------------------------------
-
-#[tokio::test]
-async fn a_well_formed_commit_for_an_unknown_run_is_not_found() {
-    let (store, graph) = store_with_graph().await;
-    let ghost = initialized_run(&rid("ghost"), &graph, t(1));
-    let (proposal, events) = claimed(
-        &ghost,
-        RunStatus::Running,
-        &ClaimToken::mint(),
-        ClaimedSchedule::RetainClaim,
-        t(2),
-    );
-    assert_rejected(
-        &store,
-        StoreErrorKind::NotFound,
-        store.commit_claimed(&Scope::System, proposal, events),
-    )
-    .await;
-}
 
 #[tokio::test]
 async fn malformed_proposals_are_rejected_before_any_lookup() {
@@ -320,41 +171,6 @@ async fn malformed_proposals_are_rejected_before_any_lookup() {
         store.commit_unclaimed(&Scope::System, 1, proposal, events),
     )
     .await;
-}
-
-#[tokio::test]
-async fn a_cross_tenant_commit_is_not_found_even_when_its_identity_is_wrong() {
-    let store = MemoryStore::new();
-    let graph = publish(&store, &tenant("a"), "g", 1, t(0)).await;
-    let run = start_run(&store, &tenant("a"), &graph, "r1", t(1)).await;
-    let lease = claim_one(&store, t(2)).await;
-    let (proposal, events) = claimed(
-        &run,
-        RunStatus::Running,
-        &lease.claim_token,
-        ClaimedSchedule::RetainClaim,
-        t(3),
-    );
-    for scope in [tenant_scope("b"), Scope::Tenantless] {
-        assert_rejected(
-            &store,
-            StoreErrorKind::NotFound,
-            store.commit_claimed(&scope, proposal.clone(), events.clone()),
-        )
-        .await;
-    }
-    let mut rebound = proposal.clone();
-    rebound.run.graph_id = GraphId::new("other").expect("id");
-    assert_rejected(
-        &store,
-        StoreErrorKind::NotFound,
-        store.commit_claimed(&tenant_scope("b"), rebound, events.clone()),
-    )
-    .await;
-    store
-        .commit_claimed(&tenant_scope("a"), proposal, events)
-        .await
-        .expect("the owner's scope commits");
 }
 
 #[tokio::test]

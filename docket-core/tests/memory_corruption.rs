@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use docket_core::model::{EventQuery, OwnerScope, RunCursor, RunQuery, RunStatus, Scope};
-use docket_core::store::{ClaimedSchedule, ReleaseWake, RunStore, StoreErrorKind};
+use docket_core::store::{RunStore, StoreErrorKind};
 
 fn events_query(after_seq: u64, limit: u32) -> EventQuery {
     EventQuery { after_seq, limit }
@@ -68,32 +68,6 @@ async fn a_corrupt_run_document_is_corrupt_on_every_read_and_other_runs_are_unaf
         .await
         .expect("list");
     assert_eq!(page.runs.len(), 2);
-}
-
-#[tokio::test]
-async fn a_fenced_commit_replaces_a_corrupt_document_because_transitions_compare_columns() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
-    let lease = claim_one(&store, t(2)).await;
-    store.corrupt_run(&run.id).expect("corrupt");
-    let (proposal, events) = claimed(
-        &run,
-        RunStatus::Running,
-        &lease.claim_token,
-        ClaimedSchedule::RetainClaim,
-        t(3),
-    );
-    let committed = store
-        .commit_claimed(&Scope::System, proposal, events)
-        .await
-        .expect("the fences match, so the commit lands");
-    assert_eq!(
-        store
-            .fetch_run(&Scope::System, &run.id)
-            .await
-            .expect("decodes again"),
-        committed
-    );
 }
 
 #[tokio::test]
@@ -165,25 +139,6 @@ async fn a_corrupt_event_is_corrupt_when_read_and_never_skipped() {
         .await
         .expect("page");
     assert_eq!(page.events.len(), 1);
-}
-
-#[tokio::test]
-async fn a_commit_that_must_compare_with_a_corrupt_event_is_an_event_conflict() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
-    let stored = store
-        .fetch_event(&Scope::System, &run.id, 2)
-        .await
-        .expect("event");
-    store.corrupt_event(&run.id, 2).expect("corrupt");
-    let (proposal, mut events) = unclaimed(&run, RunStatus::Running, ReleaseWake::Immediate, t(2));
-    events.insert(0, stored);
-    assert_rejected(
-        &store,
-        StoreErrorKind::EventConflict,
-        store.commit_unclaimed(&Scope::System, 1, proposal, events),
-    )
-    .await;
 }
 
 #[tokio::test]

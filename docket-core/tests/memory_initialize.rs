@@ -6,12 +6,10 @@ mod common;
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use common::*;
 use docket_core::memory::MemoryStore;
-use docket_core::model::{CheckpointType, EventType, GraphHash, OwnerScope, RunStatus, Scope};
-use docket_core::store::{Backend, ClaimedSchedule, ReleaseWake, RunStore, StoreErrorKind};
+use docket_core::model::{CheckpointType, EventType, OwnerScope, RunStatus, Scope};
+use docket_core::store::{Backend, RunStore, StoreErrorKind};
 
 // ---- 1 [CONTRACT-CALLBACK-COMPLETENESS] -------------------------------------------------
 
@@ -58,85 +56,6 @@ async fn initialize_succeeds_once_and_stores_run_events_and_schedule() {
         .expect("an event");
     assert_eq!(latest.seq, 2);
     assert_eq!(latest.event_type, EventType::CheckpointCommitted);
-}
-
-#[tokio::test]
-async fn reinitializing_a_run_id_is_a_conflict_with_same_or_different_content() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(10)).await;
-    let same = initialized_run(&run.id, &graph, t(10));
-    let events = init_events(&same, t(10));
-    assert_rejected(
-        &store,
-        StoreErrorKind::Conflict,
-        store.initialize(
-            &OwnerScope::Tenantless,
-            init_proposal(same, t(10), t(10)),
-            events,
-        ),
-    )
-    .await;
-    let mut different = initialized_run(&run.id, &graph, t(20));
-    different.input = map(json!({ "amount": 99 }));
-    let events = init_events(&different, t(20));
-    assert_rejected(
-        &store,
-        StoreErrorKind::Conflict,
-        store.initialize(
-            &OwnerScope::Tenantless,
-            init_proposal(different, t(20), t(20)),
-            events,
-        ),
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn initialize_on_an_unknown_graph_hash_is_not_found_and_stores_nothing() {
-    let (store, graph) = store_with_graph().await;
-    let mut forged = graph.clone();
-    forged.graph_hash = GraphHash::new("f".repeat(64)).expect("hash");
-    let run = initialized_run(&rid("r1"), &forged, t(1));
-    let events = init_events(&run, t(1));
-    assert_rejected(
-        &store,
-        StoreErrorKind::NotFound,
-        store.initialize(
-            &OwnerScope::Tenantless,
-            init_proposal(run, t(1), t(1)),
-            events,
-        ),
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn initialize_needs_the_graph_in_the_owners_own_scope() {
-    let (store, graph) = store_with_graph().await;
-    let run = initialized_run(&rid("r1"), &graph, t(1));
-    let events = init_events(&run, t(1));
-    assert_rejected(
-        &store,
-        StoreErrorKind::NotFound,
-        store.initialize(&tenant("a"), init_proposal(run, t(1), t(1)), events),
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn a_run_id_taken_by_one_tenant_conflicts_for_another() {
-    let store = MemoryStore::new();
-    let graph_a = publish(&store, &tenant("a"), "g", 1, t(0)).await;
-    let graph_b = publish(&store, &tenant("b"), "g", 1, t(0)).await;
-    start_run(&store, &tenant("a"), &graph_a, "shared", t(1)).await;
-    let run = initialized_run(&rid("shared"), &graph_b, t(2));
-    let events = init_events(&run, t(2));
-    assert_rejected(
-        &store,
-        StoreErrorKind::Conflict,
-        store.initialize(&tenant("b"), init_proposal(run, t(2), t(2)), events),
-    )
-    .await;
 }
 
 // ---- 8 / 139 [TRANSITION-INITIALIZE-REJECTIONS] -----------------------------------------
@@ -208,27 +127,6 @@ async fn initialize_rejects_seq_zero_missing_updated_at_and_wrong_checkpoint_typ
         )
         .await;
     }
-}
-
-#[tokio::test]
-async fn a_failed_run_without_its_failure_payload_is_rejected() {
-    let (store, graph) = store_with_graph().await;
-    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(1)).await;
-    let lease = claim_one(&store, t(2)).await;
-    let (mut proposal, events) = claimed(
-        &run,
-        RunStatus::Failed,
-        &lease.claim_token,
-        ClaimedSchedule::Release(ReleaseWake::Terminal),
-        t(3),
-    );
-    proposal.run.failure = None;
-    assert_rejected(
-        &store,
-        StoreErrorKind::InvalidTransition,
-        store.commit_claimed(&Scope::System, proposal, events),
-    )
-    .await;
 }
 
 // ---- 138 ambiguous initialize ------------------------------------------------------------

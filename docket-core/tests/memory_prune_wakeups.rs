@@ -10,10 +10,9 @@ use futures::{FutureExt, StreamExt};
 
 use common::*;
 use docket_core::memory::MemoryStore;
-use docket_core::model::{GraphId, GraphVersionQuery, OwnerScope, RunStatus, Scope};
+use docket_core::model::{OwnerScope, RunStatus, Scope};
 use docket_core::store::{
-    AbandonMode, AbandonPolicy, ClaimedSchedule, GraphStore, PrunePolicy, ReleaseWake, RunStore,
-    StoreErrorKind, Wakeups, KEEP_GRAPH_VERSIONS,
+    AbandonMode, AbandonPolicy, ClaimedSchedule, PrunePolicy, ReleaseWake, RunStore, Wakeups,
 };
 
 fn prune_policy(now_ms: i64, event_ms: u64, run_ms: u64, batch: u32) -> PrunePolicy {
@@ -79,47 +78,6 @@ async fn events_go_oldest_first_in_batches() {
 }
 
 #[tokio::test]
-async fn old_terminal_runs_are_deleted_with_their_events_counted_as_cascade() {
-    let (store, graph) = store_with_graph().await;
-    let done = start_run(&store, &OwnerScope::Tenantless, &graph, "done", t(100)).await;
-    let (proposal, events) = unclaimed(&done, RunStatus::Done, ReleaseWake::Terminal, t(100));
-    store
-        .commit_unclaimed(&Scope::System, 1, proposal, events)
-        .await
-        .expect("done");
-    let waiting = start_run(&store, &OwnerScope::Tenantless, &graph, "waiting", t(100)).await;
-    let (proposal, events) = unclaimed(&waiting, RunStatus::Waiting, ReleaseWake::External, t(100));
-    store
-        .commit_unclaimed(&Scope::System, 1, proposal, events)
-        .await
-        .expect("waiting");
-    // Updated at t(100): not strictly older than the cutoff at t(100).
-    let kept = assert_no_change(&store, store.prune(&prune_policy(1_100, 1_000, 1_000, 10))).await;
-    assert_eq!(kept.runs_deleted, 0);
-    // One event by age (the oldest: done#1), then the done run takes its other two along.
-    let report = store
-        .prune(&prune_policy(1_101, 1_000, 1_000, 1))
-        .await
-        .expect("prune");
-    assert_eq!(report.events_deleted, 1);
-    assert_eq!(report.runs_deleted, 1);
-    assert_eq!(report.cascade_events_deleted, 2);
-    let gone = store
-        .fetch_run(&Scope::System, &done.id)
-        .await
-        .expect_err("deleted");
-    assert_eq!(gone.kind(), StoreErrorKind::NotFound);
-    store
-        .fetch_run(&Scope::System, &waiting.id)
-        .await
-        .expect("non-terminal runs stay");
-    store
-        .fetch_event(&Scope::System, &waiting.id, 1)
-        .await
-        .expect("its events too");
-}
-
-#[tokio::test]
 async fn event_deletion_runs_before_run_deletion_in_one_pass() {
     let (store, graph) = store_with_graph().await;
     let done = start_run(&store, &OwnerScope::Tenantless, &graph, "done", t(0)).await;
@@ -143,40 +101,6 @@ async fn event_deletion_runs_before_run_deletion_in_one_pass() {
 }
 
 #[tokio::test]
-async fn only_unreferenced_versions_below_the_newest_ten_are_pruned() {
-    let (store, _) = store_with_graph().await;
-    let owner = OwnerScope::Tenantless;
-    let mut refs = vec![];
-    // Version 1 was published by store_with_graph at t(0); add 13 more (14 in all).
-    for v in 2..=14 {
-        refs.push(publish(&store, &owner, "g", v, t(i64::try_from(v).expect("small"))).await);
-    }
-    // Version 2 (rank 13) is referenced by a run, so it survives.
-    start_run(&store, &owner, &refs[0], "pinned", t(100)).await;
-    let report = store
-        .prune(&prune_policy(1_000_000, 1, 1, 100))
-        .await
-        .expect("prune");
-    assert_eq!(
-        report.graphs_deleted, 3,
-        "ranks 11..14 minus the referenced one"
-    );
-    let page = store
-        .list_graph_versions(
-            &owner,
-            &GraphId::new("g").expect("id"),
-            &GraphVersionQuery {
-                limit: 100,
-                before: None,
-            },
-        )
-        .await
-        .expect("list");
-    assert_eq!(page.versions.len(), KEEP_GRAPH_VERSIONS + 1);
-    assert!(page.versions.iter().any(|v| v.graph_ref == refs[0]));
-}
-
-#[tokio::test]
 async fn graph_ranking_is_per_owner_and_graph_id() {
     let store = MemoryStore::new();
     for v in 1..=10 {
@@ -186,42 +110,6 @@ async fn graph_ranking_is_per_owner_and_graph_id() {
     }
     let report = assert_no_change(&store, store.prune(&prune_policy(1_000, 1, 1, 100))).await;
     assert_eq!(report.graphs_deleted, 0);
-}
-
-#[tokio::test]
-async fn prune_batches_cap_each_category() {
-    let (store, graph) = store_with_graph().await;
-    for i in 0..5 {
-        let run = start_run(
-            &store,
-            &OwnerScope::Tenantless,
-            &graph,
-            &format!("r{i}"),
-            t(0),
-        )
-        .await;
-        let (proposal, events) = unclaimed(&run, RunStatus::Cancelled, ReleaseWake::Terminal, t(1));
-        store
-            .commit_unclaimed(&Scope::System, 1, proposal, events)
-            .await
-            .expect("cancel");
-    }
-    let report = store
-        .prune(&prune_policy(10_000, 5_000, 5_000, 2))
-        .await
-        .expect("prune");
-    assert_eq!((report.events_deleted, report.runs_deleted), (2, 2));
-}
-
-#[tokio::test]
-async fn event_retention_longer_than_run_retention_is_refused() {
-    let (store, _) = store_with_graph().await;
-    assert_rejected(
-        &store,
-        StoreErrorKind::InvalidArgument,
-        store.prune(&prune_policy(0, 2, 1, 1)),
-    )
-    .await;
 }
 
 #[tokio::test]

@@ -82,22 +82,6 @@ async fn runs_and_events_are_visible_to_their_owner_and_system_only() {
     }
 }
 
-#[tokio::test]
-async fn an_unknown_run_and_a_concealed_run_look_the_same() {
-    let store = MemoryStore::new();
-    let graph = publish(&store, &tenant("a"), "g", 1, t(0)).await;
-    let run = start_run(&store, &tenant("a"), &graph, "r1", t(1)).await;
-    let concealed = store
-        .fetch_run(&tenant_scope("b"), &run.id)
-        .await
-        .map_err(|e| e.to_string());
-    let unknown = store
-        .fetch_run(&tenant_scope("b"), &rid("nope"))
-        .await
-        .map_err(|e| e.to_string());
-    assert_eq!(concealed, unknown);
-}
-
 // ---- 4 [EVENT-CURSOR-GAPS] ---------------------------------------------------------------
 
 async fn run_with_events_1_3_4(store: &MemoryStore) -> docket_core::model::Run {
@@ -160,52 +144,7 @@ async fn event_pages_step_over_gaps_with_retained_bounds() {
         .is_err());
 }
 
-#[tokio::test]
-async fn a_run_without_event_rows_has_no_latest_event_but_keeps_its_latest_seq() {
-    let (store, graph) = store_with_graph().await;
-    let mut run = initialized_run(&rid("silent"), &graph, t(1));
-    run.event_seq = 4;
-    store
-        .initialize(
-            &OwnerScope::Tenantless,
-            init_proposal(run.clone(), t(1), t(1)),
-            vec![],
-        )
-        .await
-        .expect("events are optional for storage");
-    assert_eq!(
-        store
-            .fetch_latest_event(&Scope::Tenantless, &run.id)
-            .await
-            .expect("latest"),
-        None
-    );
-    let page = store
-        .list_events(&Scope::Tenantless, &run.id, &events_query(0, 10))
-        .await
-        .expect("page");
-    assert!(page.events.is_empty() && !page.has_more);
-    assert_eq!(
-        (page.oldest_available_seq, page.latest_available_seq),
-        (None, None)
-    );
-    assert_eq!((page.latest_seq, page.next_after_seq), (4, 0));
-}
-
 // ---- 137 list_events ---------------------------------------------------------------------
-
-#[tokio::test]
-async fn a_page_beyond_the_latest_event_is_empty_and_echoes_the_cursor() {
-    let store = MemoryStore::new();
-    let run = run_with_events_1_3_4(&store).await;
-    let page = store
-        .list_events(&Scope::System, &run.id, &events_query(9, 5))
-        .await
-        .expect("page");
-    assert!(page.events.is_empty() && !page.has_more);
-    assert_eq!(page.next_after_seq, 9);
-    assert_eq!(page.latest_available_seq, Some(4));
-}
 
 #[tokio::test]
 async fn event_limits_outside_one_to_the_maximum_are_invalid_arguments() {
@@ -224,33 +163,6 @@ async fn event_limits_outside_one_to_the_maximum_are_invalid_arguments() {
         .await
         .expect("maximum limit");
     assert_eq!(page.events.len(), 3);
-}
-
-#[tokio::test]
-async fn paging_by_next_after_seq_visits_every_event_once() {
-    let (store, graph) = store_with_graph().await;
-    let mut run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(0)).await;
-    for i in 0..5 {
-        let (proposal, events) = unclaimed(&run, RunStatus::Running, ReleaseWake::Immediate, t(i));
-        run = store
-            .commit_unclaimed(&Scope::System, run.checkpoint_seq, proposal, events)
-            .await
-            .expect("commit");
-    }
-    let mut seen = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store
-            .list_events(&Scope::Tenantless, &run.id, &events_query(after, 2))
-            .await
-            .expect("page");
-        seen.extend(page.events.iter().map(|e| e.seq));
-        after = page.next_after_seq;
-        if !page.has_more {
-            break;
-        }
-    }
-    assert_eq!(seen, (1..=7).collect::<Vec<u64>>());
 }
 
 #[tokio::test]
@@ -321,96 +233,6 @@ async fn run_pages_are_newest_first_tie_broken_by_id_and_keep_the_cursor_when_em
         .expect("empty page");
     assert!(last.runs.is_empty() && !last.has_more);
     assert_eq!(last.next_before, cursor);
-}
-
-#[tokio::test]
-async fn run_listing_is_scoped_and_system_sees_everything() {
-    let store = MemoryStore::new();
-    let open = publish(&store, &OwnerScope::Tenantless, "g", 1, t(0)).await;
-    let a = publish(&store, &tenant("a"), "g", 1, t(0)).await;
-    start_run(&store, &OwnerScope::Tenantless, &open, "open", t(1)).await;
-    start_run(&store, &tenant("a"), &a, "a1", t(2)).await;
-    let ids = |page: docket_core::model::RunPage| {
-        page.runs
-            .into_iter()
-            .map(|r| r.id.into_string())
-            .collect::<Vec<_>>()
-    };
-    let q = runs_query(10, None);
-    assert_eq!(
-        ids(store.list_runs(&Scope::Tenantless, &q).await.expect("list")),
-        vec!["open"]
-    );
-    assert_eq!(
-        ids(store.list_runs(&tenant_scope("a"), &q).await.expect("list")),
-        vec!["a1"]
-    );
-    assert!(ids(store.list_runs(&tenant_scope("b"), &q).await.expect("list")).is_empty());
-    assert_eq!(
-        ids(store.list_runs(&Scope::System, &q).await.expect("list")),
-        vec!["a1", "open"]
-    );
-    let summary = store
-        .list_runs(&Scope::System, &q)
-        .await
-        .expect("list")
-        .runs
-        .remove(0);
-    assert_eq!(summary.owner, tenant("a"));
-}
-
-#[tokio::test]
-async fn run_listing_filters_by_graph_and_status_and_reports_summaries() {
-    let (store, v1) = store_with_graph().await;
-    let v2 = publish(&store, &OwnerScope::Tenantless, "g", 2, t(0)).await;
-    let other = publish(&store, &OwnerScope::Tenantless, "h", 1, t(0)).await;
-    start_run(&store, &OwnerScope::Tenantless, &v1, "v1", t(1)).await;
-    let done = start_run(&store, &OwnerScope::Tenantless, &v2, "v2", t(2)).await;
-    start_run(&store, &OwnerScope::Tenantless, &other, "h1", t(3)).await;
-    let lease = claim_one(&store, t(3)).await;
-    assert_eq!(lease.run_id.as_str(), "v1");
-    let (proposal, events) = unclaimed(&done, RunStatus::Done, ReleaseWake::Terminal, t(4));
-    store
-        .commit_unclaimed(&Scope::System, 1, proposal, events)
-        .await
-        .expect("done");
-
-    let ids = |q: RunQuery| {
-        let store = &store;
-        async move {
-            store
-                .list_runs(&Scope::Tenantless, &q)
-                .await
-                .expect("list")
-                .runs
-                .into_iter()
-                .map(|r| r.id.into_string())
-                .collect::<Vec<_>>()
-        }
-    };
-    let mut q = runs_query(10, None);
-    q.graph_id = Some(v1.graph_id.clone());
-    assert_eq!(ids(q.clone()).await, vec!["v2", "v1"]);
-    q.graph_hash = Some(v2.graph_hash.clone());
-    assert_eq!(ids(q).await, vec!["v2"]);
-    let mut q = runs_query(10, None);
-    q.statuses = Some(vec![RunStatus::Done, RunStatus::Cancelled]);
-    assert_eq!(ids(q).await, vec!["v2"]);
-
-    let mut q = runs_query(10, None);
-    q.statuses = Some(vec![RunStatus::Done]);
-    let summary = store
-        .list_runs(&Scope::Tenantless, &q)
-        .await
-        .expect("list")
-        .runs
-        .remove(0);
-    assert_eq!(summary.status, RunStatus::Done);
-    assert_eq!((summary.checkpoint_seq, summary.step), (2, 0));
-    assert_eq!(
-        (summary.started_at, summary.updated_at, summary.finished_at),
-        (t(2), t(4), Some(t(4)))
-    );
 }
 
 #[tokio::test]

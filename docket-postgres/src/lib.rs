@@ -183,7 +183,7 @@ mod reads;
 mod sql;
 mod statement;
 mod store;
-mod trait_impls;
+mod traits;
 mod transitions;
 mod wakeups;
 

@@ -225,45 +225,6 @@ async fn ready_is_inclusive_and_expiry_is_strict_at_the_ttl_boundary() {
 }
 
 #[tokio::test]
-async fn max_claim_attempts_allows_exactly_that_many_launches_then_poisons() {
-    for max in 1..=3u32 {
-        let (store, _guard) = open().await;
-        start(&store, &OwnerScope::Tenantless, "r1", t(0)).await;
-        let mut now = 0;
-        for attempt in 1..=max {
-            let batch = store
-                .claim_due(&with_max(with_ttl(policy(t(now), 1), 0), max))
-                .await
-                .expect("claim");
-            assert_eq!(batch.leases.len(), 1, "launch {attempt} of {max}");
-            assert_eq!(batch.leases[0].claim_attempt, attempt);
-            now += 1;
-        }
-        let batch = store
-            .claim_due(&with_max(with_ttl(policy(t(now), 1), 0), max))
-            .await
-            .expect("claim");
-        assert!(batch.leases.is_empty());
-        assert_eq!(batch.poisoned.len(), 1);
-        assert_eq!(batch.poisoned[0].poisoned_at, t(now));
-        let info = store
-            .inspect_run(&SYSTEM, &rid("r1"))
-            .await
-            .expect("inspect");
-        assert_eq!(
-            (info.claim_attempts, info.wake_at, info.claimed_at),
-            (max, None, None)
-        );
-        assert!(info.is_poisoned());
-        let later = store
-            .claim_due(&with_max(with_ttl(policy(t(now + 10_000), 5), 0), max))
-            .await
-            .expect("claim");
-        assert_eq!(later.outcome_count(), 0, "a poisoned run is never claimed");
-    }
-}
-
-#[tokio::test]
 async fn leases_and_poisons_share_one_limit_and_a_poisoned_head_uses_its_class_slot() {
     let (store, _guard) = open().await;
     let states = vec![
@@ -282,36 +243,6 @@ async fn leases_and_poisons_share_one_limit_and_a_poisoned_head_uses_its_class_s
     let poisoned: BTreeSet<&str> = batch.poisoned.iter().map(|p| p.run_id.as_str()).collect();
     assert_eq!(poisoned, BTreeSet::from([ids[0].as_str(), ids[3].as_str()]));
     assert_eq!(lease_ids(&batch), vec![ids[1].as_str().to_owned()]);
-}
-
-#[tokio::test]
-async fn eight_concurrent_claimers_claim_each_of_a_hundred_runs_exactly_once() {
-    let (store, _guard) = open().await;
-    let owner = OwnerScope::Tenantless;
-    for i in 0..100 {
-        start(&store, &owner, &format!("r{i:03}"), t(i)).await;
-    }
-    let mut tasks = Vec::new();
-    for _ in 0..8 {
-        let store = store.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut mine = Vec::new();
-            loop {
-                let batch = store.claim_due(&policy(t(1_000), 3)).await.expect("claim");
-                if batch.outcome_count() == 0 {
-                    return mine;
-                }
-                mine.extend(batch.leases.into_iter().map(|l| l.run_id));
-            }
-        }));
-    }
-    let mut all = Vec::new();
-    for task in tasks {
-        all.extend(task.await.expect("claimer"));
-    }
-    let unique: BTreeSet<&RunId> = all.iter().collect();
-    assert_eq!(all.len(), 100, "every run claimed once, none twice");
-    assert_eq!(unique.len(), 100);
 }
 
 #[tokio::test]

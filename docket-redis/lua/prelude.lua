@@ -97,3 +97,22 @@ local function int_less(a, b)
   return false
 end
 
+
+-- Operation registry: evicts the oldest terminal records of one owner beyond `keep` (a
+-- decimal string >= 1): the smallest completion sequences of the owner's `done` set go, with
+-- their record hash (`op_prefix .. id`) and their listing member (`name NUL id`).
+local function ops_evict(done_key, names_key, op_prefix, keep)
+  local over = redis.call('ZCARD', done_key) - tonumber(keep)
+  if over <= 0 then
+    return
+  end
+  local victims = redis.call('ZRANGE', done_key, 0, over - 1)
+  for _, id in ipairs(victims) do
+    local name = redis.call('HGET', op_prefix .. id, 'name')
+    if name then
+      redis.call('ZREM', names_key, name .. '\0' .. id)
+    end
+    redis.call('DEL', op_prefix .. id)
+  end
+  redis.call('ZREMRANGEBYRANK', done_key, 0, over - 1)
+end

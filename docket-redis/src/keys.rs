@@ -8,6 +8,7 @@
 //! every encoded character to keep both sides in step.
 
 use docket_core::model::{GraphHash, GraphId, OwnerScope, RunId, Timestamp};
+use docket_core::ops::{OperationId, SessionId};
 
 /// Longest namespace accepted (the key prefix stays short).
 pub const MAX_NAMESPACE_LEN: usize = 128;
@@ -247,6 +248,69 @@ impl Keys {
     pub fn graph_version_member(published_at: Timestamp, hash: &GraphHash) -> String {
         format!("{}:{}", sortable_time(published_at), hash.as_str())
     }
+
+    /// The pub/sub channel of operation-registry completion hints (not a key). Separate
+    /// from [`Keys::wake_channel`] so that ending an operation wakes no run worker.
+    #[must_use]
+    pub fn ops_channel(&self) -> String {
+        format!("docket:{}:ops", self.namespace)
+    }
+
+    /// A `SCAN MATCH` pattern covering every operation-registry key of the namespace (and no
+    /// run or graph key: none of those starts with `ops:`).
+    #[must_use]
+    pub fn ops_scan_pattern(&self) -> String {
+        format!("{}ops:*", self.prefix)
+    }
+
+    /// Hash of one registry owner: `retired` (`1` once retired) and `seq` (the last
+    /// completion sequence minted). Absent for an owner that never ended or retired anything.
+    #[must_use]
+    pub fn ops_owner(&self, owner: &SessionId) -> String {
+        format!("{}ops:{owner}", self.prefix)
+    }
+
+    /// Lexicographic sorted set of the ids of one owner's live (non-terminal) operations:
+    /// its cardinality is the owner's active count, its order the ascending id order.
+    #[must_use]
+    pub fn ops_live(&self, owner: &SessionId) -> String {
+        format!("{}ops:{owner}:live", self.prefix)
+    }
+
+    /// Sorted set of the ids of one owner's retained terminal operations, scored by
+    /// completion sequence (collection order, retention eviction).
+    #[must_use]
+    pub fn ops_done(&self, owner: &SessionId) -> String {
+        format!("{}ops:{owner}:done", self.prefix)
+    }
+
+    /// Lexicographic sorted set `display_name NUL id` of one owner's retained operations:
+    /// the listing order (names cannot hold NUL, so a shorter name sorts first).
+    #[must_use]
+    pub fn ops_names(&self, owner: &SessionId) -> String {
+        format!("{}ops:{owner}:names", self.prefix)
+    }
+
+    /// The key of one operation's hash without the id (the scripts derive record keys from
+    /// it); ids are hyphenated UUIDs, so they need no encoding.
+    #[must_use]
+    pub fn ops_record_prefix(&self, owner: &SessionId) -> String {
+        format!("{}ops:{owner}:op:", self.prefix)
+    }
+
+    /// Hash of one operation: `kind`, `name`, `label`, `source` (JSON, absent = none),
+    /// `status`, `progress`, `outcome` (JSON), `seq`, `created_at`, `started_at`,
+    /// `completed_at` (instants in µs; absent field = none).
+    #[must_use]
+    pub fn ops_record(&self, owner: &SessionId, id: &OperationId) -> String {
+        format!("{}{id}", self.ops_record_prefix(owner))
+    }
+
+    /// The member of an operation in [`Keys::ops_names`].
+    #[must_use]
+    pub fn ops_name_member(display_name: &str, id: &OperationId) -> String {
+        format!("{display_name}\0{id}")
+    }
 }
 
 #[cfg(test)]
@@ -311,6 +375,59 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(enc("%:{}"), "%25%3A%7B%7D");
         assert_eq!(owner_part(&OwnerScope::Tenantless), "_");
+    }
+
+    #[test]
+    fn registry_keys_live_under_ops_and_name_members_sort_like_the_listing() {
+        let keys = Keys::new("ns");
+        let owner = SessionId::from_uuid(uuid::Uuid::from_u128(7));
+        let id = OperationId::from_uuid(uuid::Uuid::from_u128(9));
+        let registry = format!("{}ops:", keys.prefix());
+        for key in [
+            keys.ops_owner(&owner),
+            keys.ops_live(&owner),
+            keys.ops_done(&owner),
+            keys.ops_names(&owner),
+            keys.ops_record(&owner, &id),
+        ] {
+            assert!(key.starts_with(&registry), "{key}");
+        }
+        for run_key in [
+            keys.run(&RunId::new("ops:x").expect("run id")),
+            keys.ready(),
+            keys.terminal(),
+            keys.runs_all(),
+            keys.graphs_by_time(),
+        ] {
+            assert!(!run_key.starts_with(&registry), "{run_key}");
+        }
+        assert_eq!(
+            keys.ops_record(&owner, &id),
+            format!("{}{id}", keys.ops_record_prefix(&owner))
+        );
+        // Listing order is (name bytes, id): a name that is a prefix of another sorts first.
+        let ids: Vec<OperationId> = (1..=3)
+            .map(|n| OperationId::from_uuid(uuid::Uuid::from_u128(n)))
+            .collect();
+        let entries = [
+            ("ab", ids[0]),
+            ("a b", ids[1]),
+            ("a", ids[2]),
+            ("a", ids[0]),
+            ("b", ids[1]),
+        ];
+        let mut by_member: Vec<String> = entries
+            .iter()
+            .map(|(name, id)| Keys::ops_name_member(name, id))
+            .collect();
+        by_member.sort();
+        let mut by_rule = entries.to_vec();
+        by_rule.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()).then(a.1.cmp(&b.1)));
+        let expected: Vec<String> = by_rule
+            .iter()
+            .map(|(name, id)| Keys::ops_name_member(name, id))
+            .collect();
+        assert_eq!(by_member, expected);
     }
 
     #[test]

@@ -33,6 +33,11 @@ const SAVE_GRAPH: &str = include_str!("../lua/save_graph.lua");
 const PRUNE: &str = include_str!("../lua/prune.lua");
 const READ_EVENT: &str = include_str!("../lua/read_event.lua");
 const LIST_EVENTS: &str = include_str!("../lua/list_events.lua");
+const OPS_REGISTER: &str = include_str!("../lua/ops_register.lua");
+const OPS_TRANSITION: &str = include_str!("../lua/ops_transition.lua");
+const OPS_TERMINATE: &str = include_str!("../lua/ops_terminate.lua");
+const OPS_COLLECT: &str = include_str!("../lua/ops_collect.lua");
+const OPS_LIST: &str = include_str!("../lua/ops_list.lua");
 
 /// Every script, loaded once per store.
 pub(crate) struct Scripts {
@@ -48,6 +53,11 @@ pub(crate) struct Scripts {
     pub prune: Script,
     pub read_event: Script,
     pub list_events: Script,
+    pub ops_register: Script,
+    pub ops_transition: Script,
+    pub ops_terminate: Script,
+    pub ops_collect: Script,
+    pub ops_list: Script,
 }
 
 impl Scripts {
@@ -79,6 +89,11 @@ impl Scripts {
             prune: write(PRUNE),
             read_event: read(READ_EVENT),
             list_events: read(LIST_EVENTS),
+            ops_register: write(OPS_REGISTER),
+            ops_transition: write(OPS_TRANSITION),
+            ops_terminate: write(OPS_TERMINATE),
+            ops_collect: write(OPS_COLLECT),
+            ops_list: read(OPS_LIST),
         }
     }
 }
@@ -140,7 +155,7 @@ fn is_noscript(err: &redis::RedisError) -> bool {
 }
 
 fn protocol(detail: impl Into<String>) -> StoreError {
-    crate::config::unavailable(format!("unexpected script reply: {}", detail.into()))
+    crate::options::unavailable(format!("unexpected script reply: {}", detail.into()))
 }
 
 /// A script reply: an array whose first element is a status word.
@@ -195,6 +210,22 @@ impl Reply {
             .map_err(|_| protocol(format!("element {i} is not a number: {s:?}")))
     }
 
+    /// Element `i` as an array of byte strings (possibly empty, unlike [`Reply::nested`]).
+    pub(crate) fn byte_strings(&self, i: usize) -> Result<Vec<Vec<u8>>, StoreError> {
+        match self.items.get(i) {
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(j, item)| match item {
+                    Value::BulkString(b) => Ok(b.clone()),
+                    Value::SimpleString(s) => Ok(s.clone().into_bytes()),
+                    other => Err(protocol(format!("element {i}.{j}: {other:?}"))),
+                })
+                .collect(),
+            other => Err(protocol(format!("element {i}: {other:?}"))),
+        }
+    }
+
     /// Element `i` as a nested reply.
     pub(crate) fn nested(&self, i: usize) -> Result<Reply, StoreError> {
         match self.items.get(i) {
@@ -239,7 +270,7 @@ mod tests {
     use super::*;
 
     /// `(name, body)` of every write script.
-    const WRITE_SCRIPTS: [(&str, &str); 10] = [
+    const WRITE_SCRIPTS: [(&str, &str); 14] = [
         ("initialize", INITIALIZE),
         ("commit_claimed", COMMIT_CLAIMED),
         ("commit_unclaimed", COMMIT_UNCLAIMED),
@@ -250,15 +281,22 @@ mod tests {
         ("retry_poisoned", RETRY_POISONED),
         ("save_graph", SAVE_GRAPH),
         ("prune", PRUNE),
+        ("ops_register", OPS_REGISTER),
+        ("ops_transition", OPS_TRANSITION),
+        ("ops_terminate", OPS_TERMINATE),
+        ("ops_collect", OPS_COLLECT),
     ];
 
     /// `(name, body)` of the read-only scripts.
-    const READ_SCRIPTS: [(&str, &str); 2] =
-        [("read_event", READ_EVENT), ("list_events", LIST_EVENTS)];
+    const READ_SCRIPTS: [(&str, &str); 3] = [
+        ("read_event", READ_EVENT),
+        ("list_events", LIST_EVENTS),
+        ("ops_list", OPS_LIST),
+    ];
 
-    /// Commands that change data, as the scripts spell them, plus the prelude helper that
-    /// appends events.
-    const WRITES: [&str; 11] = [
+    /// Commands that change data, as the scripts spell them, plus the prelude helpers that
+    /// append events and evict operation records.
+    const WRITES: [&str; 15] = [
         "'HSET'",
         "'HDEL'",
         "'HINCRBY'",
@@ -270,6 +308,10 @@ mod tests {
         "'UNLINK'",
         "'PUBLISH'",
         "append_events(",
+        "ops_evict(",
+        "'INCR'",
+        "'ZREMRANGEBYRANK'",
+        "'HSETNX'",
     ];
 
     #[test]

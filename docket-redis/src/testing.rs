@@ -117,6 +117,11 @@ impl RedisGuard {
     /// # Errors
     /// Any failure to read the store.
     pub async fn namespace_keys(&self) -> Result<Vec<String>, StoreError> {
+        self.keys_matching(&self.keys.scan_pattern()).await
+    }
+
+    /// Every key matching the `SCAN MATCH` pattern `pattern`, sorted.
+    async fn keys_matching(&self, pattern: &str) -> Result<Vec<String>, StoreError> {
         let mut cursor: u64 = 0;
         let mut keys = Vec::new();
         loop {
@@ -126,7 +131,7 @@ impl RedisGuard {
                     redis::cmd("SCAN")
                         .arg(cursor)
                         .arg("MATCH")
-                        .arg(self.keys.scan_pattern())
+                        .arg(pattern)
                         .arg("COUNT")
                         .arg(1000),
                     Access::Read,
@@ -150,8 +155,23 @@ impl RedisGuard {
     /// # Errors
     /// Any failure to read the store.
     pub async fn snapshot(&self) -> Result<String, StoreError> {
+        self.render(self.namespace_keys().await?).await
+    }
+
+    /// The keys of the operation registry (every `ops:` key of the namespace), rendered as
+    /// [`RedisGuard::snapshot`] renders the whole namespace.
+    ///
+    /// # Errors
+    /// Any failure to read the store.
+    pub async fn ops_snapshot(&self) -> Result<String, StoreError> {
+        self.render(self.keys_matching(&self.keys.ops_scan_pattern()).await?)
+            .await
+    }
+
+    /// Renders `keys` (sorted) with their types and contents.
+    async fn render(&self, keys: Vec<String>) -> Result<String, StoreError> {
         let mut out = String::new();
-        for key in self.namespace_keys().await? {
+        for key in keys {
             let kind: String = self
                 .store
                 .query(redis::cmd("TYPE").arg(&key), Access::Read)
@@ -295,14 +315,25 @@ impl Harness for RedisHarness {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             wakeups: true,
-            // Not yet: the Redis registry is built separately; until then its families are
-            // reported as skipped.
-            ops_registry: false,
+            ops_registry: true,
         }
     }
 
     async fn raw_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
         guard.snapshot().await
+    }
+
+    async fn raw_ops_snapshot(&self, guard: &Self::Guard) -> Result<String, StoreError> {
+        guard.ops_snapshot().await
+    }
+
+    async fn reopen(&self, guard: &Self::Guard) -> Result<Arc<dyn Backend>, StoreError> {
+        // A new store value (its own connection, scripts and subscriptions) on the same
+        // namespace, as a restarted process opens it.
+        let store = RedisStore::connect(RedisConfig::new(&self.url, guard.keys.namespace()))
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        Ok(Arc::new(store))
     }
 
     async fn corrupt_run(&self, guard: &Self::Guard, run_id: &RunId) -> Result<(), StoreError> {

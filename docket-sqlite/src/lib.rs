@@ -1,13 +1,21 @@
 #![doc = include_str!("../README.md")]
 
+mod claims;
 mod codec;
 mod error;
+mod graphs;
 mod ops;
 pub mod options;
+mod prune;
+mod reads;
 mod schema;
+mod sql;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod traits;
+mod transitions;
+mod wakeups;
 mod workers;
 
 pub use options::{

@@ -21,7 +21,6 @@ mod rows;
 mod writes;
 
 use async_trait::async_trait;
-use futures::stream;
 use rusqlite::{Connection, TransactionBehavior};
 
 use docket_core::model::Timestamp;
@@ -70,7 +69,7 @@ impl SqliteStore {
     {
         let written = self.ops_write(f).await?;
         if written.ended {
-            let _ = self.inner.ops_wake.send(());
+            self.inner.ops_wake.send();
         }
         Ok(written.value)
     }
@@ -189,14 +188,6 @@ impl OpsLifecycleRegistry for SqliteStore {
     }
 
     fn operation_wakeups(&self) -> Option<Wakeups> {
-        let receiver = self.inner.ops_wake.subscribe();
-        Some(Box::pin(stream::unfold(receiver, |mut rx| async move {
-            use tokio::sync::broadcast::error::RecvError;
-            match rx.recv().await {
-                // A lagging subscriber missed hints; one hint stands for all of them.
-                Ok(()) | Err(RecvError::Lagged(_)) => Some(((), rx)),
-                Err(RecvError::Closed) => None,
-            }
-        })))
+        Some(self.inner.ops_wake.subscribe())
     }
 }

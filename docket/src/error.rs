@@ -4,6 +4,7 @@
 use docket_core::graph::Diagnostic;
 use docket_core::lifecycle::{LifecycleError, SignalError};
 use docket_core::model::{GraphRef, JsonError, RunId, RunInfo};
+use docket_core::ops::{OpsError, OpsErrorKind};
 use docket_core::runtime::RuntimeError;
 use docket_core::store::StoreError;
 
@@ -69,6 +70,13 @@ pub enum DocketError {
     /// The worker configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The operation registry refused or failed (see [`OpsError`]; a missing operation is
+    /// [`DocketError::NotFound`] instead).
+    #[error("operation registry: {0}")]
+    Ops(OpsError),
+    /// The store behind this facade offers no operation registry.
+    #[error("this store offers no operation registry")]
+    OpsRegistryUnavailable,
     /// The URL names no backend this build knows.
     #[error("unsupported backend URL {url:?}: {reason}")]
     UnsupportedBackend {
@@ -119,6 +127,8 @@ impl DocketError {
             DocketError::InlineDrainLimitReached(_) => "inline_drain_limit_reached",
             DocketError::Drain(_) => "drain_stopped",
             DocketError::Config(_) => "invalid_options",
+            DocketError::Ops(e) => ops_kind(e.kind()),
+            DocketError::OpsRegistryUnavailable => "ops_registry_unavailable",
             DocketError::UnsupportedBackend { .. } => "invalid_backend",
             DocketError::BackendFeatureDisabled { .. } => "invalid_backend",
         }
@@ -131,6 +141,24 @@ impl From<StoreError> for DocketError {
             StoreError::NotFound => DocketError::NotFound,
             other => DocketError::Store(other),
         }
+    }
+}
+
+fn ops_kind(kind: OpsErrorKind) -> &'static str {
+    match kind {
+        OpsErrorKind::AlreadyRegistered => "already_registered",
+        OpsErrorKind::NotFound => "not_found",
+        OpsErrorKind::InvalidTransition => "invalid_transition",
+        OpsErrorKind::MaxConcurrentExceeded => "max_concurrent_exceeded",
+        OpsErrorKind::OwnerRetired => "owner_retired",
+        OpsErrorKind::InvalidArgument => "invalid_argument",
+        OpsErrorKind::Corrupt | OpsErrorKind::Unavailable | OpsErrorKind::Ambiguous => "storage",
+    }
+}
+
+impl From<OpsError> for DocketError {
+    fn from(error: OpsError) -> Self {
+        DocketError::Ops(error)
     }
 }
 

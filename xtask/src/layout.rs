@@ -49,3 +49,61 @@ pub fn library_is_only_a_library() -> Result {
         ))
     }
 }
+
+/// The role files every backend crate has, under the same names, so a reader who knows one
+/// backend finds the same thing in the same place in the others (backend-specific files —
+/// schema, migrations, scripts, key layout, pooler — come on top).
+const BACKEND_ROLES: &[(&str, &str)] = &[
+    ("lib", "crate docs and re-exports"),
+    (
+        "store",
+        "the store value: connect(url), open(options), shared helpers",
+    ),
+    (
+        "traits",
+        "the RunStore and GraphStore impls: validation, then one write or read",
+    ),
+    ("transitions", "initialize and the two commits"),
+    ("claims", "claim_due, release, abandon, poison recovery"),
+    ("reads", "runs, events and listings"),
+    ("graphs", "graph versions"),
+    ("prune", "retention passes"),
+    ("ops", "the operation registry"),
+    ("options", "settings and URL parsing"),
+    ("codec", "strict decoding of stored bytes"),
+    ("error", "driver errors into StoreError"),
+    ("wakeups", "wake hints"),
+    ("testing", "the conformance harness (feature `testing`)"),
+];
+
+/// The backend crates checked by [`backends_share_one_skeleton`].
+const BACKENDS: &[&str] = &["docket-sqlite", "docket-postgres", "docket-redis"];
+
+/// Every backend crate's `src/` has a file (`ROLE.rs`) or module folder (`ROLE/mod.rs`) for
+/// every role of [`BACKEND_ROLES`].
+pub fn backends_share_one_skeleton() -> Result {
+    step("layout: every backend crate has the same role files");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("xtask has no parent directory")?
+        .to_path_buf();
+    let mut missing = Vec::new();
+    for backend in BACKENDS {
+        let src = root.join(backend).join("src");
+        for (role, what) in BACKEND_ROLES {
+            let file = src.join(format!("{role}.rs"));
+            let module = src.join(role).join("mod.rs");
+            if !file.is_file() && !module.is_file() {
+                missing.push(format!("{backend}/src/{role}.rs ({what})"));
+            }
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "backend crates must share one skeleton; missing:\n  {}",
+            missing.join("\n  ")
+        ))
+    }
+}

@@ -7,6 +7,7 @@
 //! | (b) claims/s | `N` claimers drain a pool of due runs with [`RunStore::claim_due`](docket_core::store::RunStore::claim_due), limit 1 and limit `K` | a single-statement claim on a bare table (`FOR UPDATE SKIP LOCKED` on PostgreSQL, `UPDATE … RETURNING` on SQLite, a `ZPOPMIN` script on Redis) |
 //! | (c) runs/s | a 3-node graph (`std.increment` × 3) end to end through a real [`docket::Worker`] with `N` vehicles while producers keep `2N` runs in flight | the commit floor divided by the checkpoints one run commits |
 //! | (d) latency p50/p99 | commit latency of (a); claim-to-start of (c): from the `claim_due` call that leased a run to the vehicle's first read of it | the floor update's latency; the floor claim's latency (limit 1) |
+//! | (f) registry transitions/s | `N` tasks, each its own session, cycle fresh operations through register → start → complete on the store's [`OpsLifecycleRegistry`](docket_core::ops::OpsLifecycleRegistry) (only on stores that offer one) | the raw conditional update of (a): one registry transition is one conditional write of one row |
 //! | (e) peak RSS | `VmHWM` of the process after the measured phases (before the long commit histories are read back) | `VmRSS` right after connecting |
 //!
 //! Every run ends by verifying what it wrote and fails with [`BenchError::Verification`]
@@ -26,6 +27,7 @@ mod e2e;
 mod floor;
 mod moments;
 mod probe;
+mod registry;
 mod report;
 mod rss;
 mod target;
@@ -172,8 +174,8 @@ pub(crate) struct Ctx {
 /// Runs every phase against the fresh store named by `url` and returns the verified figures.
 ///
 /// Order: end to end (c) first, while the store holds nothing else; then commits (a); then
-/// claims (b); then (e); then the verification of (a)'s long histories (every other phase
-/// verifies as it ends). The floor tables (or keys) are removed at the end; the store itself
+/// claims (b); then the registry (f) where the store has one; then (e); then the verification
+/// of (a)'s long histories (every other phase verifies as it ends). The floor tables (or keys) are removed at the end; the store itself
 /// is left for [`purge`].
 ///
 /// # Errors
@@ -222,14 +224,15 @@ async fn measure(
         let e2e = e2e::run(&ctx).await?;
         let commits = commits::run(&ctx).await?;
         let claims = claims::run(&ctx).await?;
+        let registry = registry::run(&ctx).await?;
         // (e) is read before the long commit histories are paged back in.
         let peak_rss = rss::peak_kib();
         let store_commits = commits::verify(&ctx, &commits).await?;
-        Ok::<_, BenchError>((e2e, commits, claims, peak_rss, store_commits))
+        Ok::<_, BenchError>((e2e, commits, claims, registry, peak_rss, store_commits))
     }
     .await;
     let teardown = ctx.floor.teardown().await;
-    let (e2e, commits, claims, peak_rss, store_commits) = measured?;
+    let (e2e, commits, claims, registry, peak_rss, store_commits) = measured?;
     teardown?;
 
     let commit_floor = ctx.floor.commit_statement();
@@ -308,6 +311,18 @@ async fn measure(
             meaning: "times a bare claim's latency (asking for work → starting it)",
         });
     }
+    if let Some(registry) = &registry {
+        figures.push(Figure {
+            key: "registry_throughput",
+            label: "(f) registry transitions/s (register, start, complete)".into(),
+            unit: "transitions/s",
+            value: registry.outcome.rate(),
+            floor: commits.floor.rate(),
+            floor_label: "raw conditional update".into(),
+            better: Better::Higher,
+            meaning: "share of the raw update rate reached",
+        });
+    }
     if let (Some(peak), Some(base)) = (peak_rss, rss_after_connect) {
         figures.push(Figure {
             key: "peak_rss",
@@ -324,6 +339,7 @@ async fn measure(
     verified.extend(commits.verified);
     verified.push(store_commits);
     verified.extend(claims.verified);
+    verified.extend(registry.map(|r| r.verified));
     Ok(BenchReport {
         backend: target.backend_name,
         concurrency: options.concurrency,

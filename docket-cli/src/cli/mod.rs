@@ -8,6 +8,7 @@ mod bench;
 mod conformance;
 mod demo;
 mod json;
+mod ops;
 mod verify;
 mod worker;
 
@@ -50,6 +51,9 @@ enum Command {
     /// Resolve interrupts.
     #[command(subcommand)]
     Interrupt(admin::InterruptCommand),
+    /// Show the operations a session holds in the store's operation registry.
+    #[command(subcommand)]
+    Ops(ops::OpsCommand),
     /// Create or upgrade the backend's schema.
     Migrate,
     /// Run the shared conformance suite against the backend of --backend (each case in its
@@ -98,6 +102,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Run(cmd) => admin::run_command(&connect(url.as_deref()).await?, cmd).await,
         Command::Events(args) => admin::events(&connect(url.as_deref()).await?, args).await,
         Command::Interrupt(cmd) => admin::interrupt(&connect(url.as_deref()).await?, cmd).await,
+        Command::Ops(cmd) => ops::ops(&connect(url.as_deref()).await?, cmd).await,
         Command::Conformance(args) => conformance::run(&backend_url(url.as_deref()), args).await,
         Command::Bench(args) => bench::run(url.as_deref(), args).await,
         Command::Migrate => {

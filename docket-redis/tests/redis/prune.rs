@@ -128,36 +128,6 @@ async fn terminal_runs_are_deleted_in_batches_with_their_events_and_live_runs_st
 }
 
 #[tokio::test]
-async fn only_unreferenced_versions_below_the_newest_ten_are_pruned() {
-    let fx = open().await;
-    let owner = OwnerScope::Tenantless;
-    let mut refs = Vec::new();
-    for v in 0..13 {
-        refs.push(publish_variant(&fx.store, &owner, "g", v, t(v as i64)).await);
-    }
-    // The oldest version is referenced by a (live) run: it stays.
-    start(&fx.store, &owner, "r1", &refs[0], t(0)).await;
-    let report = fx
-        .store
-        .prune(&prune_policy(t(100), 1, 1, 100))
-        .await
-        .expect("prune");
-    assert_eq!(report.graphs_deleted, 2);
-    assert!(fx.store.fetch_graph(&owner, &refs[0]).await.is_ok());
-    for gone in &refs[1..3] {
-        let err = fx
-            .store
-            .fetch_graph(&owner, gone)
-            .await
-            .expect_err("pruned");
-        assert_eq!(err.kind(), StoreErrorKind::NotFound);
-    }
-    for kept in &refs[3..] {
-        assert!(fx.store.fetch_graph(&owner, kept).await.is_ok());
-    }
-}
-
-#[tokio::test]
 async fn ties_in_event_age_break_by_run_id_then_seq() {
     let fx = open().await;
     let owner = OwnerScope::Tenantless;

@@ -287,6 +287,63 @@ async fn a_reply_lost_after_a_write_was_sent_is_ambiguous() {
     assert_eq!(again, run);
 }
 
+#[tokio::test]
+async fn a_registry_reply_lost_after_the_write_was_sent_is_ambiguous() {
+    use docket_core::ops::{
+        OperationId, OperationKind, OperationSpec, OperationStatus, OpsErrorKind,
+        OpsLifecycleRegistry, SessionId,
+    };
+    let fx = open().await;
+    let host = upstream_host();
+    let armed = Arc::new(AtomicBool::new(false));
+    let url = lossy_proxy(host, armed.clone()).await;
+    let proxied = RedisStore::connect(RedisConfig::new(url, fx.store.namespace()))
+        .await
+        .expect("connect through the proxy");
+    let owner = SessionId::from_uuid(uuid::Uuid::from_u128(1));
+    let id = OperationId::from_uuid(uuid::Uuid::from_u128(2));
+    let spec = OperationSpec::new(id, OperationKind::DetachedJobWait, "wait");
+    proxied
+        .register_operation(&owner, &spec, None, t(0))
+        .await
+        .expect("register through the proxy");
+    let err = tokio::time::timeout(DEADLINE, async {
+        loop {
+            // Loads the transition script on the server (directly), so the proxied call is
+            // one EVALSHA whose reply the proxy drops.
+            let other = OperationId::from_uuid(uuid::Uuid::new_v4());
+            let probe = OperationSpec::new(other, OperationKind::DetachedJobWait, "probe");
+            fx.store
+                .register_operation(&owner, &probe, None, t(0))
+                .await
+                .expect("register directly");
+            fx.store
+                .provisioning_succeeded(&owner, &other, t(0))
+                .await
+                .expect("start directly");
+            armed.store(true, Ordering::SeqCst);
+            match proxied.provisioning_succeeded(&owner, &id, t(1)).await {
+                Err(e) if e.kind() == OpsErrorKind::Ambiguous => return e,
+                // A script cache flushed by another test in between: the reload's reply was
+                // cut, and the transition has not run. Try again.
+                Err(e) if e.is_retryable() => armed.store(false, Ordering::SeqCst),
+                other => panic!("expected an ambiguous outcome, got {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("the reply is lost in time");
+    assert!(!err.is_retryable(), "{err}");
+    // It did apply: re-reading resolves the ambiguity.
+    let record = fx
+        .store
+        .operation_snapshot(&owner, &id)
+        .await
+        .expect("read")
+        .expect("registered");
+    assert_eq!(record.status, OperationStatus::Running);
+}
+
 /// The `host:port` of the test server.
 fn upstream_host() -> String {
     let upstream = test_url();

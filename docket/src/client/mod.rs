@@ -9,6 +9,7 @@ mod drain;
 mod events;
 mod graphs;
 mod input;
+mod ops;
 mod runs;
 
 use std::fmt;

@@ -1,0 +1,183 @@
+//! The store traits, delegating to the operations of the sibling modules.
+//!
+//! Cancel safety: reads are cancel safe. Every write is one script sent in one command; a
+//! future dropped after sending may or may not have applied it (the same as a lost reply,
+//! reported as `Ambiguous`), so callers re-read rather than retry blindly.
+
+use async_trait::async_trait;
+use docket_core::graph::GraphDocument;
+use docket_core::model::{
+    ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+};
+use docket_core::ops::OpsLifecycleRegistry;
+use docket_core::store::{
+    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
+    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+};
+
+use crate::store::RedisStore;
+
+#[async_trait]
+impl RunStore for RedisStore {
+    async fn initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.do_initialize(owner, proposal, events).await
+    }
+
+    async fn commit_claimed(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.do_commit_claimed(scope, proposal, events).await
+    }
+
+    async fn commit_unclaimed(
+        &self,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.do_commit_unclaimed(scope, expected_seq, proposal, events)
+            .await
+    }
+
+    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
+        self.load_run(scope, run_id).await.map(|stored| stored.run)
+    }
+
+    async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError> {
+        self.do_inspect_run(scope, run_id).await
+    }
+
+    async fn list_runs(&self, scope: &Scope, query: &RunQuery) -> Result<RunPage, StoreError> {
+        self.do_list_runs(scope, query).await
+    }
+
+    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+        self.do_claim_due(policy).await
+    }
+
+    async fn refresh_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.do_refresh_claim(run_id, token, now).await
+    }
+
+    async fn release_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.do_release_claim(run_id, token, now).await
+    }
+
+    async fn abandon_claim(
+        &self,
+        run_id: &RunId,
+        token: &ClaimToken,
+        policy: &AbandonPolicy,
+    ) -> Result<AbandonOutcome, StoreError> {
+        self.do_abandon_claim(run_id, token, policy).await
+    }
+
+    async fn retry_poisoned_run(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        now: Timestamp,
+    ) -> Result<Run, StoreError> {
+        self.do_retry_poisoned_run(scope, run_id, now).await
+    }
+
+    async fn fetch_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        seq: u64,
+    ) -> Result<Event, StoreError> {
+        self.do_fetch_event(scope, run_id, seq).await
+    }
+
+    async fn fetch_latest_event(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+    ) -> Result<Option<Event>, StoreError> {
+        self.do_fetch_latest_event(scope, run_id).await
+    }
+
+    async fn list_events(
+        &self,
+        scope: &Scope,
+        run_id: &RunId,
+        query: &EventQuery,
+    ) -> Result<EventPage, StoreError> {
+        self.do_list_events(scope, run_id, query).await
+    }
+
+    async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError> {
+        self.do_prune(policy).await
+    }
+
+    fn wakeups(&self) -> Option<Wakeups> {
+        Some(crate::wakeups::subscribe(
+            self.client().clone(),
+            self.keys().wake_channel(),
+            self.runtime(),
+        ))
+    }
+
+    fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl GraphStore for RedisStore {
+    async fn save_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+        graph: &GraphDocument,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.do_save_graph(owner, graph_ref, graph, now).await
+    }
+
+    async fn fetch_graph(
+        &self,
+        owner: &OwnerScope,
+        graph_ref: &GraphRef,
+    ) -> Result<GraphDocument, StoreError> {
+        self.do_fetch_graph(owner, graph_ref).await
+    }
+
+    async fn fetch_latest_graph_ref(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+    ) -> Result<GraphRef, StoreError> {
+        self.do_fetch_latest_graph_ref(owner, graph_id).await
+    }
+
+    async fn list_graph_versions(
+        &self,
+        owner: &OwnerScope,
+        graph_id: &GraphId,
+        query: &GraphVersionQuery,
+    ) -> Result<GraphVersionPage, StoreError> {
+        self.do_list_graph_versions(owner, graph_id, query).await
+    }
+}

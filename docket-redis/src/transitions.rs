@@ -1,0 +1,222 @@
+//! The three transitions: `initialize`, `commit_claimed`, `commit_unclaimed`.
+//!
+//! Rust runs the transition kernel's stateless checks first (`Init::new`, `Commit::claimed`,
+//! `Commit::unclaimed`, which also normalize the events) and computes what the commit writes
+//! (`Commit::committed_state`, `allowed_from`); the script then checks what only the stored row
+//! can tell, in the kernel's order (scope → identity → `checkpoint_seq` fence → token fence →
+//! status matrix → events), before its first write.
+
+use docket_core::model::{Event, OperationalState, OwnerScope, Run, RunStatus, Scope, Timestamp};
+use docket_core::store::rules::transition::{self, Commit, Init};
+use docket_core::store::{ClaimedCommit, InitProposal, StoreError, UnclaimedCommit};
+
+use crate::codec::{encode_event, encode_run};
+use crate::error::Access;
+use crate::keys::seq_member;
+use crate::scripts::expect_ok;
+use crate::store::{Params, RedisStore};
+
+/// Stored statuses that may become `to`, comma-separated (the status matrix stays in core).
+fn allowed_from(to: RunStatus) -> String {
+    transition::allowed_from(to)
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The row's operational state after a commit, as the scripts' parameters.
+fn committed(params: Params, ops: &OperationalState) -> Params {
+    params
+        .set("retain", if ops.claim_token.is_some() { "1" } else { "0" })
+        .set("wake_at", opt_time(ops.wake_at))
+        .set("attempts", ops.claim_attempts)
+        .set("abandons", ops.claim_abandons)
+        .set("poisoned_at", opt_time(ops.poison.map(|p| p.poisoned_at)))
+        .set(
+            "poison_reason",
+            ops.poison.map_or("", |p| p.reason.as_str()),
+        )
+}
+
+fn opt_time(t: Option<Timestamp>) -> String {
+    t.map(|t| t.as_micros().to_string()).unwrap_or_default()
+}
+
+/// `ARGV[2..]`: the document, then `seq19, event JSON` pairs.
+fn document_and_events(run: &Run, events: &[Event]) -> Result<Vec<Vec<u8>>, StoreError> {
+    let mut args = Vec::with_capacity(2 + 2 * events.len());
+    args.push(encode_run(run)?);
+    for event in events {
+        args.push(seq_member(event.seq).into_bytes());
+        args.push(encode_event(event)?);
+    }
+    Ok(args)
+}
+
+/// Parameters describing the proposed run, shared by both commits.
+fn proposed(params: Params, run: &Run) -> Params {
+    params
+        .set("run_id", run.id.as_str())
+        .set("graph_id", run.graph_id.as_str())
+        .set("graph_hash", run.graph_hash.as_str())
+        .set("started_at", opt_time(run.started_at))
+        .set("allowed_from", allowed_from(run.status))
+        .set("status", run.status.as_str())
+        .set("seq", run.checkpoint_seq)
+        .set("event_seq", run.event_seq)
+        .set("step", run.step)
+        .set("updated_at", opt_time(run.updated_at))
+        .set("finished_at", opt_time(run.finished_at))
+        .set("terminal", if run.status.is_terminal() { "1" } else { "0" })
+}
+
+/// A wake hint is published when the recorded wake is already due.
+fn due(wake: Option<Timestamp>, now: Timestamp) -> &'static str {
+    if wake.is_some_and(|w| w <= now) {
+        "1"
+    } else {
+        "0"
+    }
+}
+
+impl RedisStore {
+    fn commit_keys(&self, run: &Run) -> Vec<String> {
+        let k = self.keys();
+        vec![
+            k.run(&run.id),
+            k.events(&run.id),
+            k.event_seqs(&run.id),
+            k.events_by_time(),
+            k.ready(),
+            k.claims(),
+            k.poisoned(),
+            k.terminal(),
+        ]
+    }
+
+    fn wake_params(&self, params: Params) -> Params {
+        params
+            .set("channel", self.keys().wake_channel())
+            .set("namespace", self.namespace())
+    }
+
+    pub(crate) async fn do_initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        let init = Init::new(owner, proposal, &events)?;
+        let run = init.run();
+        let wake_at = init.initial_state().wake_at;
+        let k = self.keys();
+        let keys = vec![
+            k.run(&run.id),
+            k.events(&run.id),
+            k.event_seqs(&run.id),
+            k.events_by_time(),
+            k.ready(),
+            k.runs_all(),
+            k.runs_of(owner),
+            k.graph(owner, &run.graph_id, &run.graph_hash),
+        ];
+        let params = self
+            .wake_params(Params::new())
+            .set("run_id", run.id.as_str())
+            .set("owner", owner.scope_key())
+            .set("graph_id", run.graph_id.as_str())
+            .set("graph_hash", run.graph_hash.as_str())
+            .set("status", run.status.as_str())
+            .set("seq", run.checkpoint_seq)
+            .set("event_seq", run.event_seq)
+            .set("step", run.step)
+            .set("started_at", opt_time(run.started_at))
+            .set("updated_at", opt_time(run.updated_at))
+            .set("wake_at", opt_time(wake_at))
+            .set(
+                "ckpt_type",
+                init.initial_state().latest_checkpoint_type.as_str(),
+            )
+            .set("now", init.now().as_micros())
+            .set("notify", due(wake_at, init.now()));
+        let mut args = vec![params.into_arg()];
+        args.extend(document_and_events(run, init.events())?);
+        let reply = self
+            .script(&self.scripts().initialize, &keys, &args, Access::Write)
+            .await?;
+        expect_ok(&reply)?;
+        Ok(init.run().clone())
+    }
+
+    pub(crate) async fn do_commit_claimed(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        let commit = Commit::claimed(proposal, &events)?;
+        let token = commit.fence().token().map_or("", |t| t.as_str());
+        let params = proposed(self.wake_params(Params::new()).scope(scope), commit.run())
+            .set("token", token);
+        self.commit(&self.scripts().commit_claimed, params, &commit)
+            .await
+    }
+
+    pub(crate) async fn do_commit_unclaimed(
+        &self,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        let commit = Commit::unclaimed(expected_seq, proposal, &events)?;
+        let params = proposed(self.wake_params(Params::new()).scope(scope), commit.run());
+        self.commit(&self.scripts().commit_unclaimed, params, &commit)
+            .await
+    }
+
+    /// Runs one of the two commit scripts with the parameters both share.
+    async fn commit(
+        &self,
+        script: &redis::Script,
+        params: Params,
+        commit: &Commit,
+    ) -> Result<Run, StoreError> {
+        let ops = commit.committed_state();
+        let params = committed(params, &ops)
+            .set("expected_seq", commit.expected_seq())
+            .set("ckpt_type", commit.checkpoint_type().as_str())
+            .set("now", commit.now().as_micros())
+            .set("notify", due(ops.wake_at, commit.now()));
+        let run = commit.run();
+        let mut args = vec![params.into_arg()];
+        args.extend(document_and_events(run, commit.events())?);
+        let reply = self
+            .script(script, &self.commit_keys(run), &args, Access::Write)
+            .await?;
+        expect_ok(&reply)?;
+        Ok(run.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowed_from_follows_the_status_matrix() {
+        assert_eq!(allowed_from(RunStatus::Running), "running,waiting");
+        assert_eq!(allowed_from(RunStatus::Cancelled), "running,waiting");
+        assert_eq!(allowed_from(RunStatus::Done), "running");
+        assert_eq!(allowed_from(RunStatus::Waiting), "running");
+    }
+
+    #[test]
+    fn only_a_due_wake_publishes() {
+        let now = Timestamp::from_millis(10);
+        assert_eq!(due(Some(now), now), "1");
+        assert_eq!(due(Some(now.add_millis(1)), now), "0");
+        assert_eq!(due(None, now), "0");
+    }
+}

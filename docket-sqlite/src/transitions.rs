@@ -1,0 +1,67 @@
+//! The three transitions, run on the writer connection inside `BEGIN IMMEDIATE`.
+//!
+//! Proposals arrive as the kernel's [`Init`] / [`Commit`] (the stateless checks ran on the
+//! caller's task, before any lookup). Here: the lookups, then the kernel's plan (identity →
+//! `checkpoint_seq` fence → token fence → status matrix → events), then the writes; any error
+//! rolls the transaction back.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use docket_core::model::{OwnerScope, Scope};
+use docket_core::store::rules::transition::{Commit, Init, Planned};
+use docket_core::store::StoreError;
+
+use crate::error::SqlResult;
+use crate::sql::{
+    insert_events, insert_run, load_event_for_merge, load_head, run_exists, update_run,
+};
+
+/// `initialize`: graph exists in `owner` → run id unused anywhere → insert row and events.
+pub(crate) fn initialize(
+    conn: &Connection,
+    owner: &OwnerScope,
+    init: Init,
+) -> Result<Planned, StoreError> {
+    let run = init.run();
+    let graph_exists = conn
+        .prepare_cached(
+            "SELECT 1 FROM docket_graph_versions \
+             WHERE scope_key = ?1 AND graph_id = ?2 AND graph_hash = ?3",
+        )
+        .sql()?
+        .query_row(
+            params![
+                owner.scope_key(),
+                run.graph_id.as_str(),
+                run.graph_hash.as_str()
+            ],
+            |_| Ok(()),
+        )
+        .optional()
+        .sql()?
+        .is_some();
+    let taken = graph_exists && run_exists(conn, &run.id)?;
+    let run_id = run.id.clone();
+    let planned = init.plan(graph_exists, taken, |seq| {
+        load_event_for_merge(conn, &run_id, seq)
+    })?;
+    insert_run(conn, owner, &planned.run, &planned.ops)?;
+    insert_events(conn, &planned.new_events, planned.now)?;
+    Ok(planned)
+}
+
+/// `commit_claimed` / `commit_unclaimed`: lookup in `scope`, then the kernel's plan.
+pub(crate) fn commit(
+    conn: &Connection,
+    scope: &Scope,
+    commit: Commit,
+) -> Result<Planned, StoreError> {
+    let run_id = commit.run().id.clone();
+    let (stored, row) = load_head(conn, scope, &run_id)?.ok_or(StoreError::NotFound)?;
+    let planned = commit.plan(&stored, &row.ops, |seq| {
+        load_event_for_merge(conn, &run_id, seq)
+    })?;
+    update_run(conn, &planned.run, &planned.ops)?;
+    insert_events(conn, &planned.new_events, planned.now)?;
+    Ok(planned)
+}
