@@ -3,7 +3,7 @@
 //! The `docket` command (`cargo run --release -p docket-cli -- demo`) on top of the
 //! [`docket`] library: the demo, a worker process, administration commands over any backend
 //! URL, `docket conformance` and `docket bench`. The binary's modules are private; this
-//! library exposes the benchmark ([`bench`]) so its tests and `cargo xtask bench` can drive it.
+//! library exposes the benchmark ([`bench`](mod@bench)) so its tests and `cargo xtask bench` can drive it.
 //!
 //! ## Cargo features (backends)
 //!

@@ -1,6 +1,8 @@
-//! # docket
+#![doc = include_str!("../README.md")]
 //!
-//! Durable, graph-shaped workflow runs whose storage is a plug-in: the [`Docket`] client
+//! ## The crate
+//!
+//! The [`Docket`] client
 //! facade, the worker [`engine`] and the standard node library [`nodes`] (`std.*`). The
 //! `docket` command (demo, worker process, administration, bench) is the `docket-cli`
 //! package, built on this library.

@@ -2,6 +2,11 @@
 //!
 //! * `cargo xtask ci` — fmt check, clippy `-D warnings`, every test of every crate against the
 //!   local PostgreSQL and Redis (started if installed but down; a missing server fails the run).
+//!   `ci` also builds the documentation with rustdoc warnings denied, runs every example of
+//!   the `docket` crate (`switch_backend` on SQLite, PostgreSQL and Redis) and packages every
+//!   published crate (`library.rs`).
+//! * `cargo xtask examples`, `cargo xtask package`, `cargo xtask docs` — those three checks
+//!   alone.
 //! * `cargo xtask layout` — the workspace's shape: the `docket` library has no CLI, bench or
 //!   test dependency, and every backend crate has the same role files (also run by `ci`).
 //! * `cargo xtask services` — make sure PostgreSQL and Redis answer, starting them if needed.
@@ -23,6 +28,7 @@
 mod bench;
 mod cli;
 mod layout;
+mod library;
 mod pgbouncer;
 mod postgres;
 mod recovery;
@@ -54,6 +60,9 @@ fn main() -> ExitCode {
             })
         }
         Some("bench") => bench::run(rest),
+        Some("examples") => services().and_then(|()| library::examples()),
+        Some("package") => library::package(),
+        Some("docs") => library::quick_start_matches().and_then(|()| library::docs()),
         Some("layout") => {
             layout::library_is_only_a_library().and_then(|()| layout::backends_share_one_skeleton())
         }
@@ -63,7 +72,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: cargo xtask <ci|layout|services|recovery|redis-restart [--runs N]|\
                  pg-workers [--runs N] [--pgbouncer]|pg-plan [--runs N]|\
-                 bench [--backend sqlite|postgres|redis|all] [--smoke]>"
+                 bench [--backend sqlite|postgres|redis|all] [--smoke]|examples|package|docs>"
             );
             return ExitCode::from(2);
         }
@@ -129,8 +138,16 @@ fn ci() -> Result {
     ])?;
     layout::library_is_only_a_library()?;
     layout::backends_share_one_skeleton()?;
+    library::quick_start_matches()?;
+    let docs = Instant::now();
+    library::docs()?;
+    let docs = docs.elapsed();
     services()?;
     cargo(&["test", "--workspace", "--all-features"])?;
+    let library = Instant::now();
+    library::examples()?;
+    library::package()?;
+    let library = library.elapsed();
     recovery::run()?;
     let redis = Instant::now();
     redis_restart::run(&["--runs".to_owned(), CI_RESTART_RUNS.to_owned()])?;
@@ -143,8 +160,9 @@ fn ci() -> Result {
     behind_pgbouncer()?;
     let pooled = pooled.elapsed();
     eprintln!(
-        "\nxtask ci: all green in {:.0?} (Redis restart: {redis:.1?}; PostgreSQL checks: \
-         {postgres:.1?}; through PgBouncer: {pooled:.1?})",
+        "\nxtask ci: all green in {:.0?} (docs: {docs:.1?}; examples and packaging: \
+         {library:.1?}; Redis restart: {redis:.1?}; PostgreSQL checks: {postgres:.1?}; \
+         through PgBouncer: {pooled:.1?})",
         started.elapsed(),
     );
     Ok(())

@@ -18,6 +18,37 @@ impl Docket {
     /// (graph cache off; same admission preference alternation as a dispatcher). Only in a
     /// testing mode.
     ///
+    /// For tests of your own graphs and nodes: no worker, no timing, each call advances
+    /// due runs in the caller and says what it did.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use docket::core::model::RunStatus;
+    /// use docket::{Docket, DocketError, StartOptions, TestingMode};
+    ///
+    /// let backend = docket::connect_backend("memory://").await?;
+    /// let docket = Docket::builder(backend, docket::nodes::registry())
+    ///     .testing(TestingMode::Manual)
+    ///     .build()?;
+    /// let graph = docket
+    ///     .publish_graph_json(r#"{"schema_version": 1, "id": "hello",
+    ///         "nodes": {"hi": {"implementation": "std.set"}},
+    ///         "edges": {"a": {"from": "$start", "to": "hi"}, "b": {"from": "hi", "to": "$finish"}}}"#)
+    ///     .await?
+    ///     .graph_ref;
+    /// let run = docket.start_run(&graph, Default::default(), StartOptions::default()).await?;
+    /// let summary = docket.drain_runs(10).await?;
+    /// assert!(summary.drained >= 1);
+    /// assert_eq!(docket.fetch_run(&run.id).await?.status, RunStatus::Done);
+    ///
+    /// // Zero iterations is a mistake, and production handles refuse to drain.
+    /// assert!(matches!(docket.drain_runs(0).await, Err(DocketError::InvalidOptions(_))));
+    /// let production = Docket::connect("memory://").await?;
+    /// assert!(matches!(production.drain_runs(1).await, Err(DocketError::TestingModeRequired)));
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`DocketError::TestingModeRequired`] outside a testing mode;
     /// [`DocketError::InvalidOptions`] for `max_runs == 0`; [`DocketError::Drain`] when a

@@ -28,6 +28,39 @@ impl Docket {
     /// a cycle the graph leaves unbounded is still reported (`unbounded_cycle`). The stored
     /// document and its hash never depend on compile options.
     ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use docket::core::graph::{GraphDocument, NodeDecl, FINISH, START};
+    /// use docket::{Docket, DocketError};
+    /// use serde_json::json;
+    ///
+    /// let docket = Docket::connect("memory://").await?;
+    /// let doc = GraphDocument::builder("hello")
+    ///     .node("hi", NodeDecl::new("std.set").with_config("values", json!({})))
+    ///     .edge("a", START, "hi")
+    ///     .edge("b", "hi", FINISH)
+    ///     .build()?;
+    /// let first = docket.publish_graph(&doc).await?;
+    /// assert!(first.warnings.is_empty());
+    /// // Idempotent: the same content has the same address.
+    /// assert_eq!(docket.publish_graph(&doc).await?.graph_ref, first.graph_ref);
+    ///
+    /// // A node implementation this registry does not know: refused, with every diagnostic.
+    /// let unknown = GraphDocument::builder("broken")
+    ///     .node("x", "app.missing")
+    ///     .edge("a", START, "x")
+    ///     .edge("b", "x", FINISH)
+    ///     .build()?;
+    /// match docket.publish_graph(&unknown).await {
+    ///     Err(DocketError::InvalidGraph { diagnostics }) => {
+    ///         assert!(diagnostics.iter().any(|d| d.to_string().contains("app.missing")), "{diagnostics:?}")
+    ///     }
+    ///     other => panic!("expected an invalid graph, got {other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`DocketError::InvalidGraph`] with every diagnostic (nothing stored); store errors
     /// (e.g. `GraphContentConflict`).
@@ -55,6 +88,30 @@ impl Docket {
     }
 
     /// Parses a JSON graph document and publishes it ([`Docket::publish_graph`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use docket::Docket;
+    ///
+    /// let docket = Docket::connect("memory://").await?;
+    /// let published = docket
+    ///     .publish_graph_json(r#"{"schema_version": 1, "id": "hello",
+    ///         "nodes": {"hi": {"implementation": "std.set"}},
+    ///         "edges": {"a": {"from": "$start", "to": "hi"}, "b": {"from": "hi", "to": "$finish"}}}"#)
+    ///     .await?;
+    /// assert_eq!(published.graph_ref.graph_id.as_str(), "hello");
+    /// // The stored document has the node's config defaults filled in.
+    /// let stored = docket.fetch_graph(&published.graph_ref).await?;
+    /// assert!(stored.nodes["hi"].config.contains_key("values"));
+    ///
+    /// // Broken JSON is refused with where it broke; so is a key given twice.
+    /// let err = docket.publish_graph_json(r#"{"schema_version": 1,"#).await.unwrap_err();
+    /// assert_eq!(err.kind(), "invalid_graph", "{err}");
+    /// let err = docket.publish_graph_json(r#"{"id": "a", "id": "b"}"#).await.unwrap_err();
+    /// assert!(err.to_string().contains("id"), "{err}");
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`DocketError::InvalidGraph`] for unreadable JSON (with paths) or a graph that does not

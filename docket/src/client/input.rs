@@ -13,6 +13,20 @@ use crate::error::DocketError;
 
 /// Parses run input: JSON text holding one object.
 ///
+/// ```
+/// use docket::{parse_input, DocketError};
+///
+/// let input = parse_input(r#"{"amount": 120, "note": "team lunch"}"#)?;
+/// assert_eq!(input["amount"], 120);
+///
+/// // Each key once: a duplicate is refused instead of silently keeping the last value.
+/// let err = parse_input(r#"{"amount": 1, "amount": 2}"#).unwrap_err();
+/// assert!(matches!(err, DocketError::InvalidJson { .. }), "{err}");
+/// // Run input is an object.
+/// assert_eq!(parse_input("[1, 2]").unwrap_err().kind(), "invalid_options");
+/// # Ok::<(), DocketError>(())
+/// ```
+///
 /// # Errors
 /// [`DocketError::InvalidJson`] for text that is not JSON (with the parser's reason) or an
 /// object that names a key twice (with the key and its path); [`DocketError::InvalidOptions`]

@@ -169,7 +169,31 @@ impl DocketBuilder {
 }
 
 impl Docket {
-    /// A builder over any backend with the node implementations in `nodes`.
+    /// A builder over any backend with the node implementations in `nodes`: set the worker
+    /// configuration, clocks, observers or a testing mode, then [`DocketBuilder::build`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use docket::core::node::{FnNode, NodeOutcome};
+    /// use docket::engine::WorkerConfig;
+    /// use docket::{Docket, DocketError};
+    ///
+    /// let backend = docket::connect_backend("memory://").await?;
+    /// let nodes = docket::nodes::registry()
+    ///     .with("app.noop", FnNode::new(|_, _, _| NodeOutcome::Update(Default::default())))?;
+    /// let config = WorkerConfig { concurrency: 4, poll_interval_ms: 200, ..WorkerConfig::default() };
+    /// let docket = Docket::builder(backend.clone(), nodes.clone()).config(config).build()?;
+    /// assert_eq!(docket.engine().config().concurrency, 4);
+    ///
+    /// // A configuration that cannot work is refused, naming the options involved.
+    /// let bad = WorkerConfig { concurrency: 0, ..WorkerConfig::default() };
+    /// match Docket::builder(backend, nodes).config(bad).build() {
+    ///     Err(DocketError::Config(error)) => assert!(error.names("concurrency"), "{error}"),
+    ///     other => panic!("expected a configuration error, got {other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn builder(backend: Arc<dyn Backend>, nodes: NodeRegistry) -> DocketBuilder {
         DocketBuilder {
@@ -191,7 +215,33 @@ impl Docket {
     }
 
     /// Opens the backend named by `url` (see [`crate::connect`]) with the standard node
-    /// library and the default configuration.
+    /// library and the default configuration. To add your own nodes, use
+    /// [`crate::connect_backend`] with [`Docket::with_backend`] or [`Docket::builder`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use docket::{Docket, DocketError};
+    ///
+    /// // The embedded SQLite store: one file, created and migrated on connect.
+    /// let dir = tempfile::tempdir()?;
+    /// let docket = Docket::connect(&format!("sqlite://{}", dir.path().join("app.db").display())).await?;
+    /// assert!(docket.owner().tenant_id().is_none());
+    ///
+    /// // A fresh in-memory store, for tests (lost when dropped).
+    /// let _scratch = Docket::connect("memory://").await?;
+    ///
+    /// // An unknown scheme is refused before anything is opened.
+    /// let err = Docket::connect("mysql://localhost/app").await.unwrap_err();
+    /// assert!(matches!(err, DocketError::UnsupportedBackend { .. }), "{err}");
+    ///
+    /// // A backend whose cargo feature is off says which feature to enable.
+    /// # #[cfg(not(feature = "redis"))] {
+    /// let err = Docket::connect("redis://127.0.0.1:6379").await.unwrap_err();
+    /// assert!(err.to_string().contains("enable the cargo feature `redis`"), "{err}");
+    /// # }
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// As [`connect_backend`].
@@ -200,7 +250,36 @@ impl Docket {
         Docket::with_backend(backend, crate::nodes::registry())
     }
 
-    /// The same facade scoped to `tenant`.
+    /// The same facade scoped to `tenant`: graphs, runs and events of one tenant are
+    /// invisible to every other owner (an unknown run and another tenant's run look alike).
+    /// Handles share one engine and backend; derive one per request, it costs a clone.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use docket::core::model::TenantId;
+    /// use docket::{Docket, DocketError, StartOptions};
+    ///
+    /// let docket = Docket::connect("memory://").await?;
+    /// let acme = docket.tenant(TenantId::new("acme")?);
+    /// let globex = docket.tenant(TenantId::new("globex")?);
+    ///
+    /// let graph = acme
+    ///     .publish_graph_json(r#"{"schema_version": 1, "id": "hello",
+    ///         "nodes": {"hi": {"implementation": "std.set"}},
+    ///         "edges": {"a": {"from": "$start", "to": "hi"}, "b": {"from": "hi", "to": "$finish"}}}"#)
+    ///     .await?
+    ///     .graph_ref;
+    /// let run = acme.start_run(&graph, Default::default(), StartOptions::default()).await?;
+    /// assert_eq!(acme.fetch_run(&run.id).await?.id, run.id);
+    ///
+    /// // Another tenant (or the tenantless handle) sees neither the graph nor the run.
+    /// assert!(matches!(globex.fetch_run(&run.id).await, Err(DocketError::NotFound)));
+    /// assert!(matches!(docket.fetch_run(&run.id).await, Err(DocketError::NotFound)));
+    /// let err = globex.start_run(&graph, Default::default(), StartOptions::default()).await;
+    /// assert!(matches!(err, Err(DocketError::NotFound)));
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn tenant(&self, tenant: TenantId) -> Docket {
         Docket {
@@ -253,6 +332,43 @@ impl Docket {
     }
 
     /// Starts a worker (dispatcher + vehicles + optional pruner) on the current tokio runtime.
+    /// It claims due runs of every owner of the backend and advances them until
+    /// [`Worker::shutdown`] (graceful: current moments are committed) — or until it is dropped
+    /// or [`Worker::kill`]ed, which a crash resembles: its claims then expire and another
+    /// worker recovers the runs. Any number of workers, in any number of processes, may
+    /// share one backend.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use docket::core::model::RunStatus;
+    /// use docket::{AwaitOptions, Docket, StartOptions};
+    ///
+    /// let docket = Docket::connect("memory://").await?;
+    /// // Generous: a loaded machine may be slow to schedule the worker.
+    /// let wait = AwaitOptions { timeout: std::time::Duration::from_secs(30), ..AwaitOptions::default() };
+    /// let graph = docket
+    ///     .publish_graph_json(r#"{"schema_version": 1, "id": "count",
+    ///         "fields": {"n": {"schema": {"type": "integer"}}}, "outputs": {"n": {}},
+    ///         "nodes": {"inc": {"implementation": "std.increment", "config": {"field": "n"}}},
+    ///         "edges": {"a": {"from": "$start", "to": "inc"}, "b": {"from": "inc", "to": "$finish"}}}"#)
+    ///     .await?
+    ///     .graph_ref;
+    ///
+    /// let mut worker = docket.start_worker();
+    /// let run = docket.start_run(&graph, Default::default(), StartOptions::default()).await?;
+    /// let run = tokio::select! {
+    ///     run = docket.await_run(&run.id, wait) => run?,
+    ///     // A worker whose background task dies says why instead of idling.
+    ///     failure = worker.failure() => panic!("the worker stopped: {failure}"),
+    /// };
+    /// assert_eq!(run.status, RunStatus::Done);
+    /// assert_eq!(run.output.unwrap_or_default()["n"], 1);
+    ///
+    /// let report = worker.shutdown().await;
+    /// assert!(report.drained);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Panics
     /// Outside a tokio runtime.

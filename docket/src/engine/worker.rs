@@ -286,6 +286,48 @@ impl Worker {
     /// Graceful shutdown: stop claiming, release the leases of an in-flight poll, let
     /// vehicles commit their current moment (continuing moments become yields), bounded by
     /// `drain_timeout_ms`; vehicles still running then are aborted and their claims expire.
+    ///
+    /// In a service, call it when the service stops (on Ctrl-C or SIGTERM, see
+    /// `examples/embedded_worker.rs`): node work in flight is committed, so nothing is done
+    /// twice and the next worker goes on from there.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use docket::core::model::RunStatus;
+    /// use docket::{AwaitOptions, Docket, StartOptions};
+    ///
+    /// let docket = Docket::connect("memory://").await?;
+    /// let graph = docket
+    ///     .publish_graph_json(r#"{"schema_version": 1, "id": "slow",
+    ///         "nodes": {"work": {"implementation": "std.sleep_ms", "config": {"ms": 100}},
+    ///                   "more": {"implementation": "std.sleep_ms", "config": {"ms": 100}}},
+    ///         "edges": {"a": {"from": "$start", "to": "work"}, "b": {"from": "work", "to": "more"},
+    ///                   "c": {"from": "more", "to": "$finish"}}}"#)
+    ///     .await?
+    ///     .graph_ref;
+    /// let run = docket.start_run(&graph, Default::default(), StartOptions::default()).await?;
+    ///
+    /// let worker = docket.start_worker();
+    /// // Wait until the worker holds the run, then stop it while the node sleeps.
+    /// let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    /// while worker.live_claims().is_empty() {
+    ///     assert!(tokio::time::Instant::now() < deadline, "the worker never claimed the run");
+    ///     tokio::time::sleep(Duration::from_millis(5)).await;
+    /// }
+    /// let report = worker.shutdown().await;
+    /// assert!(report.drained, "{report:?}");
+    /// // The moment in flight was committed: the run is not done, but nothing is lost.
+    /// assert!(docket.fetch_run(&run.id).await?.checkpoint_seq >= 2);
+    ///
+    /// // A later worker (after a restart, say) carries the run to its end.
+    /// let worker = docket.start_worker();
+    /// let wait = AwaitOptions { timeout: Duration::from_secs(30), ..AwaitOptions::default() };
+    /// assert_eq!(docket.await_run(&run.id, wait).await?.status, RunStatus::Done);
+    /// worker.shutdown().await;
+    /// # Ok(()) }
+    /// ```
     pub async fn shutdown(mut self) -> ShutdownReport {
         self.begin_shutdown();
         let report = match self.dispatcher.take() {
