@@ -18,6 +18,10 @@ const EXAMPLES: &[&str] = &[
     "idempotent_side_effect",
 ];
 
+/// The worked example of `meerkat-compose` (on its default, a temp SQLite file): a schedule
+/// occurrence delivered twice, one job, its evidence and the awaiting session's outcome.
+const COMPOSE_EXAMPLE: &str = "scheduled_job";
+
 /// How long one example may take before it counts as hung (each takes a few seconds).
 const EXAMPLE_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -42,7 +46,8 @@ pub const PUBLISHED: &[&str] = &[
 
 /// Builds the examples (every backend compiled in: the artifacts `cargo test --workspace
 /// --all-features` already built) and runs each, then `switch_backend` on PostgreSQL and
-/// Redis too. Each must exit 0 within [`EXAMPLE_DEADLINE`].
+/// Redis too, then `meerkat-compose`'s worked example. Each must exit 0 within
+/// [`EXAMPLE_DEADLINE`].
 pub fn examples() -> Result {
     // `--workspace`, not `--package docket`: the same feature unification as the test build,
     // so nothing is compiled again.
@@ -54,6 +59,7 @@ pub fn examples() -> Result {
     for url in SWITCH_BACKEND_URLS {
         run_example(&dir, "switch_backend", &["--backend", url])?;
     }
+    run_example(&dir, COMPOSE_EXAMPLE, &[])?;
     Ok(())
 }
 
