@@ -180,7 +180,8 @@ fn graph_id(raw: &str) -> Result<GraphId, DocketError> {
     GraphId::new(raw).map_err(|e| DocketError::InvalidOptions(e.to_string()))
 }
 
-fn print_json(value: &Value) {
+/// Prints `value` as pretty JSON on stdout (compact if pretty-printing fails).
+pub(super) fn print_json(value: &Value) {
     out!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())

@@ -13,6 +13,7 @@ use docket::core::model::excerpt;
 use docket::core::ops::{OperationId, OperationLifecycleSnapshot, SessionId};
 use docket::{Docket, DocketError};
 
+use super::admin::print_json;
 use super::{CliResult, Format};
 
 /// `docket ops …`
@@ -89,13 +90,6 @@ pub async fn ops(docket: &Docket, cmd: OpsCommand) -> CliResult {
 fn to_json(op: &OperationLifecycleSnapshot) -> Value {
     // The snapshot is plain data with derived serde; a failure here would be a bug in it.
     serde_json::to_value(op).unwrap_or(Value::Null)
-}
-
-fn print_json(value: &Value) {
-    out!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-    );
 }
 
 /// One operation per line: id, status, kind, progress, completion sequence, display name
