@@ -130,11 +130,6 @@ macro_rules! __case_table {
                 committed_progress_keeps_a_run_from_attempt_poison,
             }
             handback {
-                refresh_with_the_current_token_advances_claimed_at,
-                refresh_never_moves_claimed_at_backwards,
-                refresh_with_a_wrong_token_is_claim_lost,
-                refresh_of_an_unknown_run_is_claim_lost,
-                an_expired_but_unstolen_claim_may_still_refresh,
                 a_steal_invalidates_the_old_token_everywhere,
                 release_wakes_at_the_release_time_and_keeps_attempts,
                 a_stale_release_is_a_harmless_no_op,

@@ -1,4 +1,4 @@
-//! Claims: `claim_due` (one statement), release / refresh / abandon (one conditional UPDATE
+//! Claims: `claim_due` (one statement), release / abandon (one conditional UPDATE
 //! each) and poison recovery (a transaction around `SELECT … FOR UPDATE`).
 
 use docket_core::model::{
@@ -197,27 +197,6 @@ impl PostgresStore {
             .map(|row| row.try_get::<String, _>(0).map_err(error::safe))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(lines.join("\n"))
-    }
-
-    pub(crate) async fn do_refresh(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        let Some(token) = codec::token_uuid(token) else {
-            return Err(StoreError::ClaimLost);
-        };
-        let mut conn = self.conn().await?;
-        let row = self
-            .q(&self.sql().refresh)
-            .bind(run_id.as_str())
-            .bind(token)
-            .bind(now.as_micros())
-            .fetch_optional(&mut conn)
-            .await
-            .map_err(error::sent)?;
-        row.map(|_| ()).ok_or(StoreError::ClaimLost)
     }
 
     pub(crate) async fn do_release(

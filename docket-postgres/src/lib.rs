@@ -25,7 +25,7 @@ pub use migrations::LATEST_VERSION;
 pub use options::{
     check_schema_allowed, parse_url, validate_schema_name, Pooler, PostgresOptions,
     DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA, DEFAULT_STATEMENT_TIMEOUT_MS,
-    DRIVER_PARAMS, MAX_POOL_SIZE, URL_OPTIONS,
+    DEFAULT_URL, DRIVER_PARAMS, MAX_POOL_SIZE, URL_OPTIONS,
 };
 pub use pooler::driver_options;
 pub use store::PostgresStore;

@@ -1,9 +1,11 @@
 //! Connection options and the `postgres://…?schema=name` URL helper.
 
+use std::fmt;
+
 use docket_core::model::excerpt;
 use docket_core::ops::rules::Retention;
 use docket_core::store::url::{
-    boolean, join_query, number, split_query, unknown_option, Param, MAX_TIMEOUT_MS,
+    boolean, join_query, number, redact, split_query, unknown_option, Param, MAX_TIMEOUT_MS,
 };
 use docket_core::store::StoreError;
 
@@ -22,9 +24,17 @@ pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
 /// The `statement_timeout` of every statement when none is configured (30 s).
 pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 30_000;
 
-/// How [`crate::PostgresStore::connect`] sets itself up.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The server URL of [`PostgresOptions::default`]: the local server's `postgres` database.
+pub const DEFAULT_URL: &str = "postgres://localhost:5432/postgres";
+
+/// How [`crate::PostgresStore::open`] reaches the server and sets itself up. Its `Debug`
+/// shows the URLs without their passwords.
+#[derive(Clone, PartialEq, Eq)]
 pub struct PostgresOptions {
+    /// The connection URL handed to the driver: a `postgres://` URL with only the driver's own
+    /// query parameters ([`DRIVER_PARAMS`]); Docket's are fields of these options. Default
+    /// [`DEFAULT_URL`].
+    pub url: String,
     /// The schema holding every Docket table (validated `^[a-z_][a-z0-9_]*$`, ≤ 63 bytes).
     pub schema: String,
     /// Most pooled connections (the LISTEN connection, when used, is extra).
@@ -69,6 +79,7 @@ pub struct PostgresOptions {
 impl Default for PostgresOptions {
     fn default() -> Self {
         Self {
+            url: DEFAULT_URL.to_owned(),
             schema: DEFAULT_SCHEMA.to_owned(),
             pool_size: DEFAULT_POOL_SIZE,
             poll_only: false,
@@ -85,7 +96,47 @@ impl Default for PostgresOptions {
     }
 }
 
+impl fmt::Debug for PostgresOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresOptions")
+            .field("url", &redact(&self.url))
+            .field("schema", &self.schema)
+            .field("pool_size", &self.pool_size)
+            .field("poll_only", &self.poll_only)
+            .field("pooler", &self.pooler)
+            .field("listen_url", &self.listen_url.as_deref().map(redact))
+            .field("migrate", &self.migrate)
+            .field("allow_public_schema", &self.allow_public_schema)
+            .field("lock_timeout_ms", &self.lock_timeout_ms)
+            .field("statement_timeout_ms", &self.statement_timeout_ms)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field(
+                "idle_in_transaction_timeout_ms",
+                &self.idle_in_transaction_timeout_ms,
+            )
+            .field("ops_retention", &self.ops_retention.max_terminal())
+            .finish()
+    }
+}
+
 impl PostgresOptions {
+    /// The default options for the server at `url` (a `postgres://` URL carrying only the
+    /// driver's parameters; use [`parse_url`] for one that also carries Docket's).
+    #[must_use]
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            ..Self::default()
+        }
+    }
+
+    /// These options with `url` replaced.
+    #[must_use]
+    pub fn with_url(mut self, url: impl Into<String>) -> Self {
+        self.url = url.into();
+        self
+    }
+
     /// Options with `schema` and defaults otherwise.
     #[must_use]
     pub fn with_schema(schema: impl Into<String>) -> Self {
@@ -289,10 +340,12 @@ fn is_driver_param(key: &str) -> bool {
     DRIVER_PARAMS.contains(&key) || (key.starts_with("options[") && key.ends_with(']'))
 }
 
-/// Splits Docket's own query parameters off a connection URL.
+/// Splits Docket's own query parameters off a connection URL: the options
+/// [`crate::PostgresStore::open`] takes.
 ///
-/// Docket's parameters ([`URL_OPTIONS`]) are removed and returned as options; the driver's
-/// ([`DRIVER_PARAMS`]) are kept in the returned URL for it, and any other is refused. Every
+/// Docket's parameters ([`URL_OPTIONS`]) are removed and become fields of the options; the
+/// driver's ([`DRIVER_PARAMS`]) are kept in [`PostgresOptions::url`] for it, and any other is
+/// refused. Every
 /// parameter, Docket's or the driver's, may appear at most once.
 ///
 /// | parameter | values | default |
@@ -312,10 +365,10 @@ fn is_driver_param(key: &str) -> bool {
 /// `public` without `allow_public_schema=true` (see [`check_schema_allowed`]).
 ///
 /// ```
-/// let (url, options) =
+/// let options =
 ///     docket_postgres::parse_url("postgres://u@h/db?schema=jobs&sslmode=disable&poll_only=true")
 ///         .expect("valid url");
-/// assert_eq!(url, "postgres://u@h/db?sslmode=disable");
+/// assert_eq!(options.url, "postgres://u@h/db?sslmode=disable");
 /// assert_eq!(options.schema, "jobs");
 /// assert!(options.poll_only);
 /// ```
@@ -324,7 +377,7 @@ fn is_driver_param(key: &str) -> bool {
 /// `InvalidArgument` for a scheme other than `postgres`/`postgresql`, an unknown or repeated
 /// parameter, a bad schema name, or a malformed or out-of-range value (the message names the
 /// range).
-pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
+pub fn parse_url(url: &str) -> Result<PostgresOptions, StoreError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(StoreError::invalid_argument(
             "a PostgreSQL URL starts with postgres:// or postgresql://",
@@ -402,7 +455,8 @@ pub fn parse_url(url: &str) -> Result<(String, PostgresOptions), StoreError> {
         }
     }
     options.validate()?;
-    Ok((join_query(base, &kept), options))
+    options.url = join_query(base, &kept);
+    Ok(options)
 }
 
 #[cfg(test)]
@@ -430,26 +484,26 @@ mod tests {
 
     #[test]
     fn url_parameters_are_split_from_driver_parameters() {
-        let (url, options) =
+        let options =
             parse_url("postgres://u@h:5/db?sslmode=disable&schema=s1&pool_size=3").expect("url");
-        assert_eq!(url, "postgres://u@h:5/db?sslmode=disable");
         assert_eq!(
             options,
             PostgresOptions {
+                url: "postgres://u@h:5/db?sslmode=disable".into(),
                 schema: "s1".into(),
                 pool_size: 3,
                 ..PostgresOptions::default()
             }
         );
-        let (url, options) = parse_url("postgresql://h/db").expect("url");
+        let options = parse_url("postgresql://h/db").expect("url");
         assert_eq!(
-            (url.as_str(), options.schema.as_str()),
+            (options.url.as_str(), options.schema.as_str()),
             ("postgresql://h/db", "docket")
         );
         assert!(parse_url("postgres://h/db?schema=Bad").is_err());
         assert!(parse_url("postgres://h/db?pool_size=x").is_err());
         assert!(parse_url("postgres://h/db?pool_size=0").is_err());
-        let (_, options) = parse_url("postgres://h/db?ops_retention=3").expect("retention");
+        let options = parse_url("postgres://h/db?ops_retention=3").expect("retention");
         assert_eq!(options.ops_retention.max_terminal(), 3);
         assert_eq!(PostgresOptions::default().ops_retention.max_terminal(), 256);
         for bad in [
@@ -493,25 +547,25 @@ mod tests {
             assert!(matches!(err, StoreError::InvalidArgument { .. }), "{err}");
             assert!(err.to_string().contains(reserved), "{err}");
         }
-        let (_, options) =
+        let options =
             parse_url("postgres://h/db?schema=public&allow_public_schema=true").expect("allowed");
         assert_eq!(options.schema, "public");
         assert!(parse_url("postgres://h/db?schema=pg_x&allow_public_schema=true").is_err());
         assert!(parse_url("postgres://h/db?allow_public_schema=maybe").is_err());
-        let (url, options) =
+        let options =
             parse_url("postgres://h/db?connect_timeout=3&sslmode=disable&statement_timeout_ms=250")
                 .expect("timeouts");
-        assert_eq!(url, "postgres://h/db?sslmode=disable");
+        assert_eq!(options.url, "postgres://h/db?sslmode=disable");
         assert_eq!(options.connect_timeout_ms, 3_000);
         assert_eq!(options.effective_statement_timeout_ms(), Some(250));
-        let (_, options) = parse_url("postgres://h/db?connect_timeout_ms=1500").expect("ms");
+        let options = parse_url("postgres://h/db?connect_timeout_ms=1500").expect("ms");
         assert_eq!(options.connect_timeout_ms, 1_500);
         assert_eq!(
             options.effective_statement_timeout_ms(),
             Some(DEFAULT_STATEMENT_TIMEOUT_MS)
         );
         // Behind a pooler the timeout still applies (as `SET LOCAL` in each statement).
-        let (_, options) = parse_url("postgres://h/db?poll_only=true").expect("poll only");
+        let options = parse_url("postgres://h/db?poll_only=true").expect("poll only");
         assert_eq!(
             options.effective_statement_timeout_ms(),
             Some(DEFAULT_STATEMENT_TIMEOUT_MS)
@@ -538,22 +592,21 @@ mod tests {
     #[test]
     fn pooler_options_name_their_fix() {
         let direct = "postgres%3A%2F%2Fu%40h%3A5432%2Fdb%3Fsslmode%3Ddisable";
-        let (url, options) = parse_url(&format!(
+        let options = parse_url(&format!(
             "postgres://u@h:6432/db?pooler=transaction&listen_url={direct}&sslmode=disable"
         ))
         .expect("url");
-        assert_eq!(url, "postgres://u@h:6432/db?sslmode=disable");
+        assert_eq!(options.url, "postgres://u@h:6432/db?sslmode=disable");
         assert_eq!(options.pooler, Pooler::Transaction);
         assert_eq!(
             options.listen_url.as_deref(),
             Some("postgres://u@h:5432/db?sslmode=disable")
         );
         assert!(options.transaction_pooled());
-        let (_, raw) =
-            parse_url("postgres://h/db?pooler=transaction&listen_url=postgres://u@h:5432/db")
-                .expect("a raw listen_url without its own query");
+        let raw = parse_url("postgres://h/db?pooler=transaction&listen_url=postgres://u@h:5432/db")
+            .expect("a raw listen_url without its own query");
         assert_eq!(raw.listen_url.as_deref(), Some("postgres://u@h:5432/db"));
-        let (_, polling) = parse_url("postgres://h/db?poll_only=true").expect("url");
+        let polling = parse_url("postgres://h/db?poll_only=true").expect("url");
         assert!(
             polling.transaction_pooled(),
             "poll_only keeps meaning a pooler"

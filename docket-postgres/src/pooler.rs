@@ -65,8 +65,9 @@ pub(crate) struct Route {
 /// # Errors
 /// `InvalidArgument` for an unparsable URL or `listen_url`, a plain `options=` parameter
 /// behind a transaction pooler, or a setting name that is not an identifier.
-pub(crate) fn route(url: &str, options: &PostgresOptions) -> Result<Route, StoreError> {
+pub(crate) fn route(options: &PostgresOptions) -> Result<Route, StoreError> {
     options.validate()?;
+    let url = options.url.as_str();
     let parse = |what: &str, url: &str| {
         PgConnectOptions::from_str(url)
             .map_err(|e| StoreError::invalid_argument(format!("{what}: {e}")))
@@ -126,8 +127,8 @@ pub(crate) fn route(url: &str, options: &PostgresOptions) -> Result<Route, Store
 /// # Errors
 /// `InvalidArgument` as [`crate::parse_url`] and for an unparsable URL.
 pub fn driver_options(url: &str) -> Result<(PgConnectOptions, PostgresOptions), StoreError> {
-    let (url, options) = crate::options::parse_url(url)?;
-    let route = route(&url, &options)?;
+    let options = crate::options::parse_url(url)?;
+    let route = route(&options)?;
     Ok((route.connect, options))
 }
 
@@ -194,6 +195,11 @@ mod tests {
     use super::*;
     use crate::options::Pooler;
 
+    /// The route of `options` aimed at `url`.
+    fn route_to(url: &str, options: &PostgresOptions) -> Result<Route, StoreError> {
+        route(&options.clone().with_url(url))
+    }
+
     fn pooled() -> PostgresOptions {
         PostgresOptions {
             pooler: Pooler::Transaction,
@@ -208,7 +214,7 @@ mod tests {
             lock_timeout_ms: Some(250),
             ..pooled()
         };
-        let route = route(
+        let route = route_to(
             "postgres://u@pooler:6432/db?options[synchronous_commit]=off&sslmode=disable",
             &options,
         )
@@ -239,7 +245,7 @@ mod tests {
             lock_timeout_ms: Some(250),
             ..PostgresOptions::default()
         };
-        let route = route("postgres://u@h/db", &options).expect("route");
+        let route = route_to("postgres://u@h/db", &options).expect("route");
         assert!(matches!(route.protocol, Protocol::Prepared));
         // The default statement timeout is a session setting like any other.
         assert_eq!(
@@ -255,22 +261,22 @@ mod tests {
             poll_only: true,
             ..PostgresOptions::default()
         };
-        let polled = super::route("postgres://u@h/db", &polling).expect("route");
+        let polled = route_to("postgres://u@h/db", &polling).expect("route");
         assert!(polled.listen.is_none());
         assert!(matches!(polled.protocol, Protocol::Inline { .. }));
     }
 
     #[test]
     fn startup_options_behind_a_pooler_must_be_named_settings() {
-        let error = route("postgres://u@h/db?options=-c%20a%3Db", &pooled())
+        let error = route_to("postgres://u@h/db?options=-c%20a%3Db", &pooled())
             .expect_err("plain options")
             .to_string();
         assert!(error.contains("options[name]=value"), "{error}");
-        let error = route("postgres://u@h/db?options[a;drop]=b", &pooled())
+        let error = route_to("postgres://u@h/db?options[a;drop]=b", &pooled())
             .expect_err("not an identifier")
             .to_string();
         assert!(error.contains("identifier"), "{error}");
-        let route = route(
+        let route = route_to(
             "postgres://u@h/db?options%5Bapplication.tag%5D=it%27s+here",
             &pooled(),
         )

@@ -217,11 +217,6 @@ const CLAIM_DUE: &str = "WITH ready AS (
 const RELEASE: &str = "UPDATE {s}.runs SET claim_token = NULL, claimed_at = NULL, wake_at = $3
     WHERE run_id = $1 AND claim_token = $2::uuid";
 
-/// `refresh_claim`: `$1` run_id, `$2` token, `$3` now. Never moves `claimed_at` backwards.
-const REFRESH: &str = "UPDATE {s}.runs SET claimed_at = GREATEST(claimed_at, $3)
-    WHERE run_id = $1 AND claim_token = $2::uuid
-    RETURNING 1";
-
 /// `abandon_claim`, `rules::effects::apply_abandon` as one conditional UPDATE (every SET
 /// expression sees the row as it was, so `claim_abandons` below is the count before).
 ///
@@ -412,7 +407,6 @@ pub(crate) struct Sql {
     pub claim_due: String,
     pub explain_claim_due: String,
     pub release: String,
-    pub refresh: String,
     pub abandon: String,
     pub select_run: String,
     pub select_run_for_update: String,
@@ -444,7 +438,6 @@ impl Sql {
             claim_due: r(CLAIM_DUE),
             explain_claim_due: r(&format!("EXPLAIN {CLAIM_DUE}")),
             release: r(RELEASE),
-            refresh: r(REFRESH),
             abandon: r(ABANDON),
             select_run: r(&select_run(false)),
             select_run_for_update: r(&select_run(true)),

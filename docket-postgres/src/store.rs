@@ -56,18 +56,18 @@ impl fmt::Debug for PostgresStore {
 }
 
 impl PostgresStore {
-    /// Connects to `url` and, unless `options.migrate` is false, brings the schema up to
-    /// date (idempotent). The pool connects lazily; the migration is the first use.
+    /// Connects to `options.url` and, unless `options.migrate` is false, brings the schema up
+    /// to date (idempotent). The pool connects lazily; the migration is the first use.
     ///
     /// # Errors
     /// `InvalidArgument` (bad URL or options), `Unavailable` (server unreachable, schema
     /// newer than this build, schema missing when `migrate` is false).
-    pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+    pub async fn open(options: PostgresOptions) -> Result<Self, StoreError> {
         let Route {
             connect,
             protocol,
             listen,
-        } = pooler::route(url, &options)?;
+        } = pooler::route(&options)?;
         let pool = PgPoolOptions::new()
             .max_connections(options.pool_size)
             // A liveness ping per acquire would double the round trips of every call; broken
@@ -121,14 +121,14 @@ impl PostgresStore {
         })
     }
 
-    /// Connects with [`crate::parse_url`]:
+    /// Opens the store named by a URL that may carry Docket's options as query parameters
+    /// (see [`crate::parse_url`]):
     /// `postgres://…?schema=name&pool_size=N&pooler=transaction&listen_url=…` (or `poll_only=true`).
     ///
     /// # Errors
-    /// As [`PostgresStore::connect`].
-    pub async fn connect_url(url: &str) -> Result<Self, StoreError> {
-        let (url, options) = crate::options::parse_url(url)?;
-        Self::connect(&url, options).await
+    /// `InvalidArgument` for a malformed URL, then as [`PostgresStore::open`].
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::open(crate::options::parse_url(url)?).await
     }
 
     /// Drops the schema named by `url` (`?schema=`, default [`crate::DEFAULT_SCHEMA`]) with

@@ -68,15 +68,6 @@ impl RunStore for PostgresStore {
         self.do_claim_due(policy).await
     }
 
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.do_refresh(run_id, token, now).await
-    }
-
     async fn release_claim(
         &self,
         run_id: &RunId,

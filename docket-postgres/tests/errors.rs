@@ -24,7 +24,7 @@ async fn lock_and_statement_timeouts_are_retryable_and_change_nothing() {
     let run = start(&store, &OwnerScope::Tenantless, "r1", t(0)).await;
     let lease = claim_one(&store, t(1)).await;
     let impatient = |options: PostgresOptions| async move {
-        PostgresStore::connect(&test_url(), options)
+        PostgresStore::open(options.with_url(test_url()))
             .await
             .expect("connect")
     };
@@ -114,7 +114,7 @@ async fn a_server_that_accepts_and_never_answers_fails_the_connect_within_its_ti
         // The outer deadline only turns a hang into a failure; the store must answer first.
         let err = tokio::time::timeout(
             std::time::Duration::from_secs(30),
-            PostgresStore::connect_url(&url),
+            PostgresStore::connect(&url),
         )
         .await
         .unwrap_or_else(|_| panic!("{param}: connect still hanging after 30 s"))
@@ -144,13 +144,13 @@ async fn a_server_that_accepts_and_never_answers_fails_the_connect_within_its_ti
 async fn sessions_get_a_statement_timeout_by_default_and_from_the_url() {
     let schema = testing::fresh_schema_name();
     let base = format!("{}?schema={schema}", test_url());
-    let plain = PostgresStore::connect_url(&base).await.expect("connect");
+    let plain = PostgresStore::connect(&base).await.expect("connect");
     let shown: String = sqlx::query_scalar("SHOW statement_timeout")
         .fetch_one(testing::pool(&plain))
         .await
         .expect("show");
     assert_eq!(shown, "30s");
-    let impatient = PostgresStore::connect_url(&format!("{base}&statement_timeout_ms=150"))
+    let impatient = PostgresStore::connect(&format!("{base}&statement_timeout_ms=150"))
         .await
         .expect("connect");
     let err = sqlx::query("SELECT pg_sleep(5)")

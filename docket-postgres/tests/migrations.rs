@@ -56,9 +56,10 @@ async fn migrating_twice_is_a_no_op_and_leaves_public_sqlx_migrations_alone() {
 
     let (store, guard) = open().await;
     let before = snapshot(&store).await;
-    let again = PostgresStore::connect(&test_url(), PostgresOptions::with_schema(guard.schema()))
-        .await
-        .expect("second migration");
+    let again =
+        PostgresStore::open(PostgresOptions::with_schema(guard.schema()).with_url(test_url()))
+            .await
+            .expect("second migration");
     assert_eq!(
         snapshot(&again).await,
         before,
@@ -106,12 +107,12 @@ async fn concurrent_first_migrations_of_one_schema_serialize() {
     for _ in 0..4 {
         let schema = schema.clone();
         tasks.push(tokio::spawn(async move {
-            PostgresStore::connect(
-                &test_url(),
+            PostgresStore::open(
                 PostgresOptions {
                     pool_size: 1,
                     ..PostgresOptions::with_schema(schema)
-                },
+                }
+                .with_url(test_url()),
             )
             .await
         }));
@@ -149,12 +150,12 @@ async fn a_schema_newer_than_this_build_or_missing_without_migrate_is_refused() 
     .await
     .expect("future version");
     for migrate in [true, false] {
-        let result = PostgresStore::connect(
-            &test_url(),
+        let result = PostgresStore::open(
             PostgresOptions {
                 migrate,
                 ..PostgresOptions::with_schema(guard.schema())
-            },
+            }
+            .with_url(test_url()),
         )
         .await;
         assert!(
@@ -168,12 +169,12 @@ async fn a_schema_newer_than_this_build_or_missing_without_migrate_is_refused() 
             "{result:?}"
         );
     }
-    let missing = PostgresStore::connect(
-        &test_url(),
+    let missing = PostgresStore::open(
         PostgresOptions {
             migrate: false,
             ..PostgresOptions::with_schema(format!("{}_missing", guard.schema()))
-        },
+        }
+        .with_url(test_url()),
     )
     .await;
     assert!(
@@ -191,17 +192,18 @@ async fn a_schema_newer_than_this_build_or_missing_without_migrate_is_refused() 
 #[tokio::test]
 async fn bad_options_and_unreachable_servers_fail_with_typed_errors() {
     let bad =
-        PostgresStore::connect(&test_url(), PostgresOptions::with_schema("Robert'); DROP")).await;
+        PostgresStore::open(PostgresOptions::with_schema("Robert'); DROP").with_url(test_url()))
+            .await;
     assert!(
         matches!(bad, Err(StoreError::InvalidArgument { .. })),
         "{bad:?}"
     );
-    let zero = PostgresStore::connect(
-        &test_url(),
+    let zero = PostgresStore::open(
         PostgresOptions {
             pool_size: 0,
             ..PostgresOptions::default()
-        },
+        }
+        .with_url(test_url()),
     )
     .await;
     assert!(
@@ -223,9 +225,7 @@ async fn bad_options_and_unreachable_servers_fail_with_typed_errors() {
         "{unreachable:?}"
     );
     let url = format!("{}?schema=docket_t_url_probe&pool_size=2", test_url());
-    let via_url = PostgresStore::connect_url(&url)
-        .await
-        .expect("connect via url");
+    let via_url = PostgresStore::connect(&url).await.expect("connect via url");
     assert_eq!(via_url.schema(), "docket_t_url_probe");
     let mut conn = admin().await;
     sqlx::raw_sql("DROP SCHEMA docket_t_url_probe CASCADE")
@@ -258,7 +258,7 @@ async fn system_schemas_and_public_are_refused_before_anything_is_created() {
     for schema in ["information_schema", "pg_catalog", "pg_toast", "public"] {
         let before = docket_objects_in(&mut conn, schema).await;
         let url = format!("{}?schema={schema}", test_url());
-        let err = PostgresStore::connect_url(&url)
+        let err = PostgresStore::connect(&url)
             .await
             .expect_err("a reserved schema is refused");
         assert!(
@@ -272,10 +272,9 @@ async fn system_schemas_and_public_are_refused_before_anything_is_created() {
             "{schema}"
         );
     }
-    let err =
-        PostgresStore::connect_url(&format!("{}?schema=docket_a&schema=docket_b", test_url()))
-            .await
-            .expect_err("a repeated schema is refused");
+    let err = PostgresStore::connect(&format!("{}?schema=docket_a&schema=docket_b", test_url()))
+        .await
+        .expect_err("a repeated schema is refused");
     assert!(err.to_string().contains("more than once"), "{err}");
 }
 
@@ -297,12 +296,12 @@ async fn a_starter_that_waited_while_another_created_the_schema_still_migrates()
     let starter = tokio::spawn({
         let schema = schema.clone();
         async move {
-            PostgresStore::connect(
-                &test_url(),
+            PostgresStore::open(
                 PostgresOptions {
                     pool_size: 1,
                     ..PostgresOptions::with_schema(schema)
-                },
+                }
+                .with_url(test_url()),
             )
             .await
             .map(|_| ())

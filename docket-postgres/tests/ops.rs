@@ -129,23 +129,23 @@ async fn every_registry_write_is_one_round_trip_directly_and_behind_a_pooler() {
     let (_pooled_store, pooled_guard) = open().await;
     let direct_proxy = Proxy::start(upstream()).await;
     let pooled_proxy = Proxy::start(upstream()).await;
-    let direct = PostgresStore::connect(
-        &through(&direct_proxy),
+    let direct = PostgresStore::open(
         PostgresOptions {
             pool_size: 1,
             ..PostgresOptions::with_schema(direct_guard.schema())
-        },
+        }
+        .with_url(through(&direct_proxy)),
     )
     .await
     .expect("connect through the proxy");
-    let pooled = PostgresStore::connect(
-        &through(&pooled_proxy),
+    let pooled = PostgresStore::open(
         PostgresOptions {
             pool_size: 1,
             pooler: Pooler::Transaction,
             listen_url: Some(test_url()),
             ..PostgresOptions::with_schema(pooled_guard.schema())
-        },
+        }
+        .with_url(through(&pooled_proxy)),
     )
     .await
     .expect("connect in transaction-pooler mode");
@@ -216,7 +216,7 @@ async fn the_ops_retention_url_option_bounds_the_terminal_records_of_an_owner() 
     let (_store, guard) = open().await;
     let url = test_url();
     let sep = if url.contains('?') { '&' } else { '?' };
-    let store = PostgresStore::connect_url(&format!(
+    let store = PostgresStore::connect(&format!(
         "{url}{sep}schema={}&ops_retention=2",
         guard.schema()
     ))

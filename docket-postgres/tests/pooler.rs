@@ -37,12 +37,12 @@ async fn connect_through(
     schema: &str,
     options: PostgresOptions,
 ) -> Result<PostgresStore, StoreError> {
-    PostgresStore::connect(
-        &bouncer.url(),
+    PostgresStore::open(
         PostgresOptions {
             schema: schema.to_owned(),
             ..options
-        },
+        }
+        .with_url(bouncer.url()),
     )
     .await
 }

@@ -35,12 +35,12 @@ fn upstream() -> String {
 }
 
 async fn proxied(schema: &str, proxy: &Proxy) -> PostgresStore {
-    PostgresStore::connect(
-        &through(proxy),
+    PostgresStore::open(
         PostgresOptions {
             pool_size: 1,
             ..PostgresOptions::with_schema(schema)
-        },
+        }
+        .with_url(through(proxy)),
     )
     .await
     .expect("connect through the proxy")
@@ -353,8 +353,7 @@ async fn behind_a_transaction_pooler_every_operation_costs_what_it_costs_directl
     let direct_proxy = Proxy::start(upstream()).await;
     let pooled_proxy = Proxy::start(upstream()).await;
     let direct = proxied(direct_guard.schema(), &direct_proxy).await;
-    let pooled = PostgresStore::connect(
-        &through(&pooled_proxy),
+    let pooled = PostgresStore::open(
         PostgresOptions {
             pool_size: 1,
             pooler: Pooler::Transaction,
@@ -362,7 +361,8 @@ async fn behind_a_transaction_pooler_every_operation_costs_what_it_costs_directl
             lock_timeout_ms: Some(10_000),
             listen_url: Some(test_url()),
             ..PostgresOptions::with_schema(pooled_guard.schema())
-        },
+        }
+        .with_url(through(&pooled_proxy)),
     )
     .await
     .expect("connect in transaction-pooler mode");

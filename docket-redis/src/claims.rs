@@ -1,4 +1,4 @@
-//! Claims: `claim_due`, `refresh_claim`, `release_claim`, `abandon_claim`,
+//! Claims: `claim_due`, `release_claim`, `abandon_claim`,
 //! `retry_poisoned_run`.
 
 use docket_core::model::{
@@ -108,28 +108,6 @@ impl RedisStore {
             }
         }
         Ok(batch)
-    }
-
-    pub(crate) async fn do_refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        let k = self.keys();
-        let params = Params::new()
-            .set("run_id", run_id.as_str())
-            .set("token", token.as_str())
-            .set("now", now.as_micros());
-        let reply = self
-            .script(
-                &self.scripts().refresh_claim,
-                &[k.run(run_id), k.claims()],
-                &[params.into_arg()],
-                Access::Write,
-            )
-            .await?;
-        expect_ok(&reply)
     }
 
     pub(crate) async fn do_release_claim(

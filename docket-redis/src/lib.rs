@@ -19,8 +19,8 @@ mod transitions;
 mod wakeups;
 
 pub use options::{
-    check_eviction_policy, check_namespace, persistence_warnings, ConnectError, RedisConfig,
-    CLIENT_PARAMS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NAMESPACE, DEFAULT_STATEMENT_TIMEOUT_MS,
-    NAMESPACE_PARAM, URL_OPTIONS,
+    check_eviction_policy, check_namespace, parse_url, persistence_warnings, ConnectError,
+    RedisOptions, CLIENT_PARAMS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_NAMESPACE,
+    DEFAULT_STATEMENT_TIMEOUT_MS, NAMESPACE_PARAM, URL_OPTIONS,
 };
 pub use store::{RedisStore, MAX_CLAIM_BATCH};

@@ -15,7 +15,7 @@ use crate::keys::{namespace_is_valid, MAX_NAMESPACE_LEN};
 /// How to reach Redis and which namespace to use. Its `Debug` shows the URL without its
 /// password.
 #[derive(Clone, PartialEq, Eq)]
-pub struct RedisConfig {
+pub struct RedisOptions {
     /// A `redis://` (or `rediss://`, `unix://`) URL.
     pub url: String,
     /// The namespace: every key lives under the hash tag `{docket:<namespace>}`.
@@ -35,9 +35,9 @@ pub struct RedisConfig {
     pub ops_retention: Retention,
 }
 
-impl std::fmt::Debug for RedisConfig {
+impl std::fmt::Debug for RedisOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisConfig")
+        f.debug_struct("RedisOptions")
             .field("url", &redact(&self.url))
             .field("namespace", &self.namespace)
             .field("response_timeout", &self.response_timeout)
@@ -47,10 +47,10 @@ impl std::fmt::Debug for RedisConfig {
     }
 }
 
-/// The namespace of [`RedisConfig::from_url`] when the URL names none.
+/// The namespace of [`parse_url`] when the URL names none.
 pub const DEFAULT_NAMESPACE: &str = "docket";
 
-/// The URL query parameter that names the namespace in [`RedisConfig::from_url`].
+/// The URL query parameter that names the namespace in [`parse_url`].
 pub const NAMESPACE_PARAM: &str = "namespace";
 
 /// Docket's own query parameters of a `redis://` URL (every other one goes to the client).
@@ -66,18 +66,18 @@ pub const URL_OPTIONS: &[&str] = &[
 /// would silently ignore it.
 pub const CLIENT_PARAMS: &[&str] = &["protocol", "db", "user", "pass"];
 
-/// The default of [`RedisConfig::connection_timeout`], in milliseconds.
+/// The default of [`RedisOptions::connection_timeout`], in milliseconds.
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
 
-/// The default of [`RedisConfig::response_timeout`], in milliseconds.
+/// The default of [`RedisOptions::response_timeout`], in milliseconds.
 pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 10_000;
 
-impl RedisConfig {
+impl RedisOptions {
     /// Default settings for `url` and `namespace` (10 s replies, 10 s to connect, 256
     /// terminal operation records per owner).
     #[must_use]
     pub fn new(url: impl Into<String>, namespace: impl Into<String>) -> Self {
-        RedisConfig {
+        RedisOptions {
             url: url.into(),
             namespace: namespace.into(),
             response_timeout: Duration::from_millis(DEFAULT_STATEMENT_TIMEOUT_MS),
@@ -86,23 +86,7 @@ impl RedisConfig {
         }
     }
 
-    /// Settings from one URL that may carry Docket's options ([`URL_OPTIONS`]) as query
-    /// parameters, e.g. `redis://host:6379/0?namespace=prod&connect_timeout_ms=3000`. They are
-    /// removed from the URL handed to the Redis client; the client's own ([`CLIENT_PARAMS`])
-    /// are kept for it, and any other is refused. Every parameter may appear at most once.
-    ///
-    /// | option | values | default |
-    /// | --- | --- | --- |
-    /// | `namespace` | 1..=128 characters from `[A-Za-z0-9._-]` | `docket` |
-    /// | `connect_timeout_ms` | `1..=3600000` | `10000` |
-    /// | `statement_timeout_ms` | `1..=3600000` (each command or script reply) | `10000` |
-    /// | `ops_retention` | `1..=4294967295` (terminal operation records kept per owner) | `256` |
-    ///
-    /// # Errors
-    /// [`ConnectError::InvalidNamespace`] for an empty or invalid namespace;
-    /// [`ConnectError::InvalidUrl`] for an unknown parameter or one given more than once, or a
-    /// malformed or out-of-range timeout or retention (the message names the range).
-    pub fn from_url(url: &str) -> Result<Self, ConnectError> {
+    fn parse(url: &str) -> Result<Self, ConnectError> {
         // Every parameter, Docket's or the client's, at most once.
         let (base, params) = split_query("redis", url).map_err(|e| match e {
             StoreError::InvalidArgument { reason } => ConnectError::InvalidUrl(reason),
@@ -144,16 +128,39 @@ impl RedisConfig {
         }
         let namespace = namespace.unwrap_or(DEFAULT_NAMESPACE);
         check_namespace(namespace)?;
-        Ok(RedisConfig {
+        Ok(RedisOptions {
             connection_timeout,
             response_timeout,
             ops_retention,
-            ..RedisConfig::new(join_query(base, &kept), namespace)
+            ..RedisOptions::new(join_query(base, &kept), namespace)
         })
     }
 }
 
-/// Why [`crate::RedisStore::connect`] refused to start.
+/// The options [`crate::RedisStore::open`] takes, from one URL that may carry Docket's options
+/// ([`URL_OPTIONS`]) as query parameters, e.g.
+/// `redis://host:6379/0?namespace=prod&connect_timeout_ms=3000`. They are removed from the
+/// URL handed to the Redis client; the client's own ([`CLIENT_PARAMS`]) are kept for it, and
+/// any other is refused. Every parameter may appear at most once.
+///
+/// | option | values | default |
+/// | --- | --- | --- |
+/// | `namespace` | 1..=128 characters from `[A-Za-z0-9._-]` | `docket` |
+/// | `connect_timeout_ms` | `1..=3600000` | `10000` |
+/// | `statement_timeout_ms` | `1..=3600000` (each command or script reply) | `10000` |
+/// | `ops_retention` | `1..=4294967295` (terminal operation records kept per owner) | `256` |
+///
+/// # Errors
+/// `InvalidArgument` for an empty or invalid namespace, an unknown parameter or one given
+/// more than once, or a malformed or out-of-range timeout or retention (the message names
+/// the range).
+pub fn parse_url(url: &str) -> Result<RedisOptions, StoreError> {
+    RedisOptions::parse(url).map_err(StoreError::from)
+}
+
+/// Why [`crate::RedisStore::open`] refused to start. The store's constructors return it
+/// inside a [`StoreError`]: the namespace and URL errors as `InvalidArgument`, an evicting
+/// server as a permanent `Unavailable` whose source is [`ConnectError::EvictionPolicy`].
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
@@ -270,27 +277,25 @@ mod tests {
 
     #[test]
     fn the_namespace_comes_from_the_url_query_and_leaves_the_rest() {
-        let c =
-            RedisConfig::from_url("redis://127.0.0.1:6379/2?namespace=prod.a-1").expect("valid");
+        let c = RedisOptions::parse("redis://127.0.0.1:6379/2?namespace=prod.a-1").expect("valid");
         assert_eq!(c.url, "redis://127.0.0.1:6379/2");
         assert_eq!(c.namespace, "prod.a-1");
-        let c = RedisConfig::from_url("redis://h?protocol=resp3&namespace=n&db=1").expect("valid");
+        let c = RedisOptions::parse("redis://h?protocol=resp3&namespace=n&db=1").expect("valid");
         assert_eq!(c.url, "redis://h?protocol=resp3&db=1");
         assert_eq!(c.namespace, "n");
-        let c = RedisConfig::from_url(
-            "redis://h?connect_timeout_ms=1500&db=1&statement_timeout_ms=2500",
-        )
-        .expect("valid");
+        let c =
+            RedisOptions::parse("redis://h?connect_timeout_ms=1500&db=1&statement_timeout_ms=2500")
+                .expect("valid");
         assert_eq!(c.url, "redis://h?db=1");
         assert_eq!(c.connection_timeout, Duration::from_millis(1_500));
         assert_eq!(c.response_timeout, Duration::from_millis(2_500));
         assert_eq!(c.ops_retention, Retention::default());
-        let c = RedisConfig::from_url("redis://h?ops_retention=3&db=1").expect("valid");
+        let c = RedisOptions::parse("redis://h?ops_retention=3&db=1").expect("valid");
         assert_eq!(c.url, "redis://h?db=1");
         assert_eq!(c.ops_retention.max_terminal(), 3);
-        let c = RedisConfig::from_url("redis://h?ops_retention=4294967295").expect("valid");
+        let c = RedisOptions::parse("redis://h?ops_retention=4294967295").expect("valid");
         assert_eq!(c.ops_retention.max_terminal(), u32::MAX);
-        let c = RedisConfig::from_url("redis://h:1/").expect("valid");
+        let c = RedisOptions::parse("redis://h:1/").expect("valid");
         assert_eq!(
             (c.url.as_str(), c.namespace.as_str()),
             ("redis://h:1/", DEFAULT_NAMESPACE)
@@ -307,7 +312,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    RedisConfig::from_url(url),
+                    RedisOptions::parse(url),
                     Err(ConnectError::InvalidNamespace(_))
                 ),
                 "{url}"
@@ -330,7 +335,7 @@ mod tests {
             "redis://h?ops_retention=1&ops_retention=1",
         ] {
             assert!(
-                matches!(RedisConfig::from_url(url), Err(ConnectError::InvalidUrl(_))),
+                matches!(RedisOptions::parse(url), Err(ConnectError::InvalidUrl(_))),
                 "{url}"
             );
         }

@@ -26,7 +26,6 @@ const COMMIT_CLAIMED: &str = include_str!("../lua/commit_claimed.lua");
 const COMMIT_UNCLAIMED: &str = include_str!("../lua/commit_unclaimed.lua");
 const CLAIM_DUE: &str = include_str!("../lua/claim_due.lua");
 const RELEASE_CLAIM: &str = include_str!("../lua/release_claim.lua");
-const REFRESH_CLAIM: &str = include_str!("../lua/refresh_claim.lua");
 const ABANDON_CLAIM: &str = include_str!("../lua/abandon_claim.lua");
 const RETRY_POISONED: &str = include_str!("../lua/retry_poisoned.lua");
 const SAVE_GRAPH: &str = include_str!("../lua/save_graph.lua");
@@ -46,7 +45,6 @@ pub(crate) struct Scripts {
     pub commit_unclaimed: Script,
     pub claim_due: Script,
     pub release_claim: Script,
-    pub refresh_claim: Script,
     pub abandon_claim: Script,
     pub retry_poisoned: Script,
     pub save_graph: Script,
@@ -82,7 +80,6 @@ impl Scripts {
             commit_unclaimed: write(COMMIT_UNCLAIMED),
             claim_due: write(CLAIM_DUE),
             release_claim: write(RELEASE_CLAIM),
-            refresh_claim: write(REFRESH_CLAIM),
             abandon_claim: write(ABANDON_CLAIM),
             retry_poisoned: write(RETRY_POISONED),
             save_graph: write(SAVE_GRAPH),
@@ -249,7 +246,6 @@ pub(crate) fn failure(reply: &Reply, status: &str) -> StoreError {
         "not_found" => StoreError::NotFound,
         "conflict" => StoreError::Conflict,
         "stale" => StoreError::StaleCheckpoint,
-        "claim_lost" => StoreError::ClaimLost,
         "inactive_run" => StoreError::InactiveRun,
         "graph_content_conflict" => StoreError::GraphContentConflict,
         "invalid_transition" => StoreError::invalid_transition(reply.string(1).unwrap_or_default()),
@@ -270,13 +266,12 @@ mod tests {
     use super::*;
 
     /// `(name, body)` of every write script.
-    const WRITE_SCRIPTS: [(&str, &str); 14] = [
+    const WRITE_SCRIPTS: [(&str, &str); 13] = [
         ("initialize", INITIALIZE),
         ("commit_claimed", COMMIT_CLAIMED),
         ("commit_unclaimed", COMMIT_UNCLAIMED),
         ("claim_due", CLAIM_DUE),
         ("release_claim", RELEASE_CLAIM),
-        ("refresh_claim", REFRESH_CLAIM),
         ("abandon_claim", ABANDON_CLAIM),
         ("retry_poisoned", RETRY_POISONED),
         ("save_graph", SAVE_GRAPH),

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use crate::error::{map_redis_error, Access};
 use crate::keys::Keys;
 use crate::options::{
-    check_eviction_policy, check_namespace, persistence_warnings, ConnectError, RedisConfig,
+    check_eviction_policy, check_namespace, persistence_warnings, ConnectError, RedisOptions,
 };
 use crate::scripts::{Reply, ScriptRunner, Scripts};
 
@@ -48,7 +48,17 @@ impl fmt::Debug for RedisStore {
 }
 
 impl RedisStore {
-    /// Connects, checks the server and returns a store for `config.namespace`.
+    /// Connects to the store named by a `redis://` URL that may carry Docket's options (see
+    /// [`crate::parse_url`]).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a malformed URL, then as [`RedisStore::open`].
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::open(crate::options::parse_url(url)?).await
+    }
+
+    /// Connects to `options.url`, checks the server and returns a store for
+    /// `options.namespace`.
     ///
     /// At connect the store reads `maxmemory-policy` and refuses anything but `noeviction`
     /// (an evicting server would delete runs and claims silently). If `CONFIG` is forbidden
@@ -60,10 +70,14 @@ impl RedisStore {
     /// subscriber.
     ///
     /// # Errors
-    /// [`ConnectError::InvalidNamespace`], [`ConnectError::InvalidUrl`],
-    /// [`ConnectError::EvictionPolicy`], or [`ConnectError::Store`] with a retryable
-    /// `Unavailable` when the server cannot be reached.
-    pub async fn connect(config: RedisConfig) -> Result<Self, ConnectError> {
+    /// `InvalidArgument` for an invalid namespace or URL; a permanent `Unavailable` whose
+    /// source is [`ConnectError::EvictionPolicy`] for a server that may evict keys; a
+    /// retryable `Unavailable` when the server cannot be reached.
+    pub async fn open(options: RedisOptions) -> Result<Self, StoreError> {
+        Self::open_checked(options).await.map_err(StoreError::from)
+    }
+
+    async fn open_checked(config: RedisOptions) -> Result<Self, ConnectError> {
         check_namespace(&config.namespace)?;
         let client = redis::Client::open(config.url.as_str())
             .map_err(|e| ConnectError::InvalidUrl(e.to_string()))?;

@@ -15,7 +15,7 @@ use docket_core::store::{Backend, Message, StoreError};
 
 use crate::error::Access;
 use crate::keys::{seq_member, Keys};
-use crate::{RedisConfig, RedisStore};
+use crate::{RedisOptions, RedisStore};
 
 /// Environment variable naming the test server.
 pub const URL_VAR: &str = "DOCKET_TEST_REDIS_URL";
@@ -63,7 +63,7 @@ impl RedisHarness {
     pub async fn open_store(&self) -> Result<(RedisStore, RedisGuard), StoreError> {
         self.probe().await?;
         let namespace = fresh_namespace();
-        let store = RedisStore::connect(RedisConfig::new(&self.url, &namespace))
+        let store = RedisStore::open(RedisOptions::new(&self.url, &namespace))
             .await
             .map_err(|e| self.unreachable(e))?;
         let guard = RedisGuard {
@@ -330,7 +330,7 @@ impl Harness for RedisHarness {
     async fn reopen(&self, guard: &Self::Guard) -> Result<Arc<dyn Backend>, StoreError> {
         // A new store value (its own connection, scripts and subscriptions) on the same
         // namespace, as a restarted process opens it.
-        let store = RedisStore::connect(RedisConfig::new(&self.url, guard.keys.namespace()))
+        let store = RedisStore::open(RedisOptions::new(&self.url, guard.keys.namespace()))
             .await
             .map_err(|e| self.unreachable(e))?;
         Ok(Arc::new(store))

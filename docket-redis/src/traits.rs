@@ -65,15 +65,6 @@ impl RunStore for RedisStore {
         self.do_claim_due(policy).await
     }
 
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.do_refresh_claim(run_id, token, now).await
-    }
-
     async fn release_claim(
         &self,
         run_id: &RunId,

@@ -1,5 +1,5 @@
 //! Claim operations, run on the writer connection inside `BEGIN IMMEDIATE`: selection, leases
-//! and poison (`claim_due`), refresh, release, abandon and poison recovery.
+//! and poison (`claim_due`), release, abandon and poison recovery.
 //!
 //! SQL only narrows the candidates through the ready/expired partial indexes; which of them are
 //! claimable, in which order, and what happens to each comes from `rules::effects` and
@@ -9,9 +9,7 @@ use rusqlite::{params, Connection};
 
 use docket_core::model::{ClaimToken, Run, RunId, Scope, Timestamp};
 use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
-use docket_core::store::rules::effects::{
-    apply_abandon, apply_refresh, apply_release, apply_retry_poisoned,
-};
+use docket_core::store::rules::effects::{apply_abandon, apply_release, apply_retry_poisoned};
 use docket_core::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, StoreError};
 
 use crate::codec::{decode_ops, row_values, OpsRow, OPS_COLUMNS};
@@ -79,22 +77,6 @@ pub(crate) fn claim_due(conn: &Connection, policy: &ClaimPolicy) -> Result<Claim
         update_ops(conn, &row.run_id, &row.ops)?;
     }
     Ok(batch)
-}
-
-/// `refresh_claim`: `claimed_at = max(stored, now)` while the token is current.
-pub(crate) fn refresh(
-    conn: &Connection,
-    run_id: &RunId,
-    token: &ClaimToken,
-    now: Timestamp,
-) -> Result<(), StoreError> {
-    let mut row = load_ops(conn, run_id)?.ok_or(StoreError::ClaimLost)?;
-    let before = row.ops.clone();
-    apply_refresh(&mut row.ops, token, now)?;
-    if row.ops != before {
-        update_ops(conn, run_id, &row.ops)?;
-    }
-    Ok(())
 }
 
 /// `release_claim`: clears a current claim (wake now); anything else is a no-op.

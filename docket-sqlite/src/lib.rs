@@ -19,7 +19,7 @@ mod wakeups;
 mod workers;
 
 pub use options::{
-    parse_url, SqliteOptions, SqliteUrl, Synchronous, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_PATH,
+    parse_url, SqliteOptions, Synchronous, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_PATH,
     DEFAULT_STATEMENT_TIMEOUT_MS, MAX_READERS, URL_OPTIONS,
 };
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};

@@ -51,6 +51,9 @@ pub const DEFAULT_STATEMENT_TIMEOUT_MS: u64 = 30_000;
 /// How a [`crate::SqliteStore`] opens its database file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SqliteOptions {
+    /// The database file (created when missing). Default [`DEFAULT_PATH`] in the working
+    /// directory.
+    pub path: PathBuf,
     /// Durability of acknowledged commits. Default [`Synchronous::Full`].
     pub synchronous: Synchronous,
     /// How long a connection waits for another process's write lock before the operation fails
@@ -72,6 +75,7 @@ pub struct SqliteOptions {
 impl Default for SqliteOptions {
     fn default() -> Self {
         Self {
+            path: PathBuf::from(DEFAULT_PATH),
             synchronous: Synchronous::Full,
             busy_timeout: Duration::from_secs(5),
             readers: 4,
@@ -83,6 +87,22 @@ impl Default for SqliteOptions {
 }
 
 impl SqliteOptions {
+    /// The default options for the database file at `path`.
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            ..Self::default()
+        }
+    }
+
+    /// These options with `path` replaced.
+    #[must_use]
+    pub fn with_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path = path.into();
+        self
+    }
+
     /// These options with `synchronous` replaced.
     #[must_use]
     pub fn with_synchronous(mut self, synchronous: Synchronous) -> Self {
@@ -114,10 +134,15 @@ impl SqliteOptions {
     /// Checks the options.
     ///
     /// # Errors
-    /// `InvalidArgument` when `readers` is outside `1..=64`, `busy_timeout` is longer than
+    /// `InvalidArgument` when `path` is empty, `readers` is outside `1..=64`, `busy_timeout` is longer than
     /// an hour (SQLite takes the timeout as a 32-bit count of milliseconds), or a connect or
     /// statement timeout is outside 1 ms..=1 h.
     pub fn validate(&self) -> Result<(), StoreError> {
+        if self.path.as_os_str().is_empty() {
+            return Err(StoreError::invalid_argument(
+                "sqlite options: path must name a database file",
+            ));
+        }
         for (name, timeout) in [
             ("connect_timeout", self.connect_timeout),
             ("statement_timeout", self.statement_timeout),
@@ -149,15 +174,6 @@ impl SqliteOptions {
 /// The default database file of the URL form `sqlite://`.
 pub const DEFAULT_PATH: &str = "docket.db";
 
-/// A parsed `sqlite://` URL.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SqliteUrl {
-    /// The database file.
-    pub path: PathBuf,
-    /// Options from the query string (defaults for the rest).
-    pub options: SqliteOptions,
-}
-
 /// The query options of a `sqlite://` URL.
 pub const URL_OPTIONS: &[&str] = &[
     "synchronous",
@@ -171,7 +187,7 @@ pub const URL_OPTIONS: &[&str] = &[
 /// Most reader connections a URL may ask for.
 pub const MAX_READERS: u64 = 64;
 
-/// Parses `sqlite://PATH[?key=value&...]`.
+/// Parses `sqlite://PATH[?key=value&...]` into the options [`crate::SqliteStore::open`] takes.
 ///
 /// The path is everything between `sqlite://` and `?`, taken literally: `sqlite://docket.db`
 /// is the relative file `docket.db`, `sqlite:///abs/path.db` the absolute `/abs/path.db`, and a
@@ -189,7 +205,7 @@ pub const MAX_READERS: u64 = 64;
 /// # Errors
 /// `InvalidArgument` for another scheme, an unknown or repeated option, or a malformed or
 /// out-of-range value (the message names the allowed range).
-pub fn parse_url(url: &str) -> Result<SqliteUrl, StoreError> {
+pub fn parse_url(url: &str) -> Result<SqliteOptions, StoreError> {
     if !url.starts_with("sqlite://") {
         return Err(StoreError::invalid_argument(format!(
             "not a sqlite:// URL: {:?}",
@@ -199,7 +215,7 @@ pub fn parse_url(url: &str) -> Result<SqliteUrl, StoreError> {
     let (base, params) = split_query("sqlite", url)?;
     let path = &base["sqlite://".len()..];
     let path = if path.is_empty() { DEFAULT_PATH } else { path };
-    let mut options = SqliteOptions::default();
+    let mut options = SqliteOptions::new(path);
     for Param { key, value, .. } in params {
         match key {
             "synchronous" => {
@@ -241,10 +257,7 @@ pub fn parse_url(url: &str) -> Result<SqliteUrl, StoreError> {
         }
     }
     options.validate()?;
-    Ok(SqliteUrl {
-        path: PathBuf::from(path),
-        options,
-    })
+    Ok(options)
 }
 
 #[cfg(test)]
@@ -274,12 +287,12 @@ mod tests {
              &connect_timeout_ms=1500&statement_timeout_ms=2500&ops_retention=3",
         )
         .expect("valid url");
-        assert_eq!(url.options.connect_timeout, Duration::from_millis(1_500));
-        assert_eq!(url.options.statement_timeout, Duration::from_millis(2_500));
-        assert_eq!(url.options.synchronous, Synchronous::Normal);
-        assert_eq!(url.options.busy_timeout, Duration::from_millis(250));
-        assert_eq!(url.options.readers, 2);
-        assert_eq!(url.options.ops_retention.max_terminal(), 3);
+        assert_eq!(url.connect_timeout, Duration::from_millis(1_500));
+        assert_eq!(url.statement_timeout, Duration::from_millis(2_500));
+        assert_eq!(url.synchronous, Synchronous::Normal);
+        assert_eq!(url.busy_timeout, Duration::from_millis(250));
+        assert_eq!(url.readers, 2);
+        assert_eq!(url.ops_retention.max_terminal(), 3);
         for bad in [
             "postgres://x",
             "sqlite://x.db?mode=ro",

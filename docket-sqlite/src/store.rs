@@ -51,7 +51,7 @@ pub struct EffectiveSettings {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database at `path`: WAL mode, the configured
+    /// Opens (creating if needed) the database at `options.path`: WAL mode, the configured
     /// `synchronous` level, foreign keys on, the schema migrated to the newest version.
     ///
     /// # Errors
@@ -59,9 +59,9 @@ impl SqliteStore {
     /// opened, WAL cannot be enabled, the schema is newer than this build knows, or the file
     /// belongs to another application; a retryable `Unavailable` when another process holds the
     /// write lock beyond the busy timeout.
-    pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreError> {
+    pub async fn open(options: SqliteOptions) -> Result<Self, StoreError> {
         options.validate()?;
-        let path = path.as_ref().to_path_buf();
+        let path = options.path.clone();
         let workers = Workers::start(&path, &options).await?;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -79,8 +79,7 @@ impl SqliteStore {
     /// # Errors
     /// `InvalidArgument` for a malformed URL, then as [`SqliteStore::open`].
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let url = parse_url(url)?;
-        Self::open(url.path, url.options).await
+        Self::open(parse_url(url)?).await
     }
 
     /// The database file.

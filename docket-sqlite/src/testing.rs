@@ -72,7 +72,7 @@ impl SqliteHarness {
     /// As [`SqliteStore::open`].
     pub async fn open_store(&self) -> Result<(SqliteStore, SqliteGuard), StoreError> {
         let guard = SqliteGuard::new()?;
-        let store = SqliteStore::open(guard.path(), self.options.clone()).await?;
+        let store = SqliteStore::open(self.options.clone().with_path(guard.path())).await?;
         Ok((store, guard))
     }
 }
@@ -99,7 +99,7 @@ impl Harness for SqliteHarness {
     }
 
     async fn reopen(&self, guard: &Self::Guard) -> Result<Arc<dyn Backend>, StoreError> {
-        let store = SqliteStore::open(guard.path(), self.options.clone()).await?;
+        let store = SqliteStore::open(self.options.clone().with_path(guard.path())).await?;
         Ok(Arc::new(store))
     }
 

@@ -115,19 +115,6 @@ impl RunStore for SqliteStore {
             .await
     }
 
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        let (run_id, token) = (run_id.clone(), token.clone());
-        self.inner
-            .workers
-            .write(move |conn| immediate(conn, |tx| claims::refresh(tx, &run_id, &token, now)))
-            .await
-    }
-
     async fn release_claim(
         &self,
         run_id: &RunId,

@@ -112,7 +112,7 @@ async fn an_unknown_operational_value_is_corrupt_for_claim_operations() {
     let error = fx
         .rejected(
             fx.store
-                .refresh_claim(&lease.run_id, &lease.claim_token, t(2)),
+                .release_claim(&lease.run_id, &lease.claim_token, t(2)),
         )
         .await;
     assert_eq!(error.kind(), StoreErrorKind::Corrupt);

@@ -72,7 +72,7 @@ async fn committed_state_survives_closing_and_reopening() {
     let before = fx.snapshot();
     let Fx { store, guard, .. } = fx;
     drop(store);
-    let reopened = SqliteStore::open(guard.path(), SqliteOptions::default())
+    let reopened = SqliteStore::open(SqliteOptions::new(guard.path()))
         .await
         .unwrap();
     assert_eq!(
@@ -90,7 +90,7 @@ async fn committed_state_survives_closing_and_reopening() {
 async fn a_newer_schema_version_is_refused_without_touching_the_file() {
     let guard = SqliteGuard::new().unwrap();
     drop(
-        SqliteStore::open(guard.path(), SqliteOptions::default())
+        SqliteStore::open(SqliteOptions::new(guard.path()))
             .await
             .unwrap(),
     );
@@ -100,7 +100,7 @@ async fn a_newer_schema_version_is_refused_without_touching_the_file() {
     )
     .unwrap();
     let before = raw_snapshot(guard.path()).unwrap();
-    let error = SqliteStore::open(guard.path(), SqliteOptions::default())
+    let error = SqliteStore::open(SqliteOptions::new(guard.path()))
         .await
         .unwrap_err();
     assert!(
@@ -125,7 +125,7 @@ async fn a_database_of_another_application_is_refused() {
         "PRAGMA application_id = 42; CREATE TABLE notes (body TEXT);",
     )
     .unwrap();
-    let error = SqliteStore::open(guard.path(), SqliteOptions::default())
+    let error = SqliteStore::open(SqliteOptions::new(guard.path()))
         .await
         .unwrap_err();
     assert!(error.to_string().contains("another application"), "{error}");
@@ -135,8 +135,8 @@ async fn a_database_of_another_application_is_refused() {
 async fn concurrent_openers_of_a_fresh_file_migrate_once() {
     let guard = SqliteGuard::new().unwrap();
     let (a, b) = tokio::join!(
-        SqliteStore::open(guard.path(), SqliteOptions::default()),
-        SqliteStore::open(guard.path(), SqliteOptions::default()),
+        SqliteStore::open(SqliteOptions::new(guard.path())),
+        SqliteStore::open(SqliteOptions::new(guard.path())),
     );
     let (a, b) = (a.unwrap(), b.unwrap());
     assert_eq!(
@@ -152,12 +152,12 @@ async fn concurrent_openers_of_a_fresh_file_migrate_once() {
 #[tokio::test]
 async fn invalid_options_and_unreachable_paths_are_refused() {
     let guard = SqliteGuard::new().unwrap();
-    let error = SqliteStore::open(guard.path(), SqliteOptions::default().with_readers(0))
+    let error = SqliteStore::open(SqliteOptions::new(guard.path()).with_readers(0))
         .await
         .unwrap_err();
     assert_eq!(error.kind(), StoreErrorKind::InvalidArgument);
     let missing = guard.path().join("no-such-dir").join("x.db");
-    let error = SqliteStore::open(&missing, SqliteOptions::default())
+    let error = SqliteStore::open(SqliteOptions::new(&missing))
         .await
         .unwrap_err();
     assert!(

@@ -39,7 +39,7 @@ fn child(path: &Path) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
         let options = SqliteOptions::default().with_busy_timeout(Duration::from_secs(30));
-        let store = SqliteStore::open(path, options)
+        let store = SqliteStore::open(options.with_path(path))
             .await
             .map_err(|e| format!("open failed: {e}"))?;
         let settings = store

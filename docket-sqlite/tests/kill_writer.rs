@@ -66,7 +66,7 @@ async fn parent() -> Result<(), String> {
 
 async fn scenario(sync: &str) -> Result<(), String> {
     let guard = SqliteGuard::new().map_err(|e| e.to_string())?;
-    let store = SqliteStore::open(guard.path(), options(sync_named(sync)))
+    let store = SqliteStore::open(options(sync_named(sync)).with_path(guard.path()))
         .await
         .map_err(|e| e.to_string())?;
     let doc = graph_doc("g", "v1");
@@ -134,7 +134,7 @@ async fn scenario(sync: &str) -> Result<(), String> {
     if check != "ok" {
         return Err(format!("{sync}: integrity_check: {check}"));
     }
-    let store = SqliteStore::open(guard.path(), options(sync_named(sync)))
+    let store = SqliteStore::open(options(sync_named(sync)).with_path(guard.path()))
         .await
         .map_err(|e| e.to_string())?;
     let stored = store
@@ -167,7 +167,7 @@ async fn scenario(sync: &str) -> Result<(), String> {
 }
 
 async fn child(sync: Synchronous, path: &Path) -> Result<(), String> {
-    let store = SqliteStore::open(path, options(sync))
+    let store = SqliteStore::open(options(sync).with_path(path))
         .await
         .map_err(|e| e.to_string())?;
     let id = rid("r1");

@@ -54,7 +54,7 @@ async fn a_version_one_database_gains_the_registry_and_keeps_its_runs() {
         "DROP TABLE docket_ops_operations; DROP TABLE docket_ops_owners; PRAGMA user_version = 1;",
     )
     .expect("turn the file back into version 1");
-    let store = SqliteStore::open(&path, SqliteOptions::default())
+    let store = SqliteStore::open(SqliteOptions::new(&path))
         .await
         .expect("open and migrate");
     assert_eq!(
@@ -82,7 +82,7 @@ async fn retention_is_configurable_per_store() {
     let guard = SqliteGuard::new().expect("temp dir");
     let options =
         SqliteOptions::default().with_ops_retention(Retention::new(3).expect("a valid retention"));
-    let store = SqliteStore::open(guard.path(), options)
+    let store = SqliteStore::open(options.with_path(guard.path()))
         .await
         .expect("open");
     for n in 0..5 {
@@ -115,12 +115,12 @@ async fn retention_is_configurable_per_store() {
 async fn endings_from_two_store_values_on_one_file_have_one_winner() {
     let guard = SqliteGuard::new().expect("temp dir");
     let first = Arc::new(
-        SqliteStore::open(guard.path(), SqliteOptions::default())
+        SqliteStore::open(SqliteOptions::new(guard.path()))
             .await
             .expect("open"),
     );
     let second = Arc::new(
-        SqliteStore::open(guard.path(), SqliteOptions::default())
+        SqliteStore::open(SqliteOptions::new(guard.path()))
             .await
             .expect("open again"),
     );

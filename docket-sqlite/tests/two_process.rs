@@ -70,7 +70,7 @@ async fn parent() -> Result<(), String> {
     println!("\nrunning 1 test");
     let guard = SqliteGuard::new().map_err(|e| e.to_string())?;
     {
-        let store = SqliteStore::open(guard.path(), options())
+        let store = SqliteStore::open(options().with_path(guard.path()))
             .await
             .map_err(|e| e.to_string())?;
         let doc = graph_doc("g", "v1");
@@ -148,7 +148,7 @@ async fn verify(
     commits: &BTreeMap<(String, u64), String>,
     leases: &BTreeMap<String, String>,
 ) -> Result<(), String> {
-    let store = SqliteStore::open(path, options())
+    let store = SqliteStore::open(options().with_path(path))
         .await
         .map_err(|e| e.to_string())?;
     let writers: BTreeSet<&String> = commits.values().collect();
@@ -239,7 +239,7 @@ fn barrier(dir: &Path, role: &str) -> Result<(), String> {
 }
 
 async fn child(role: &str, path: &Path) -> Result<(), String> {
-    let store = SqliteStore::open(path, options())
+    let store = SqliteStore::open(options().with_path(path))
         .await
         .map_err(|e| format!("open: {e}"))?;
     let dir: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();

@@ -2,7 +2,7 @@
 //! `postgres://…`, `redis://…`.
 //!
 //! Each backend documents its query options where it parses them
-//! (`docket_sqlite::parse_url`, `docket_postgres::parse_url`, `docket_redis::RedisConfig::from_url`):
+//! (`docket_sqlite::parse_url`, `docket_postgres::parse_url`, `docket_redis::parse_url`):
 //! every backend takes `connect_timeout_ms` and `statement_timeout_ms`, range-checks every
 //! number, and refuses an unknown option or one given twice; `memory://` takes none.
 //!
@@ -131,17 +131,14 @@ async fn redis(_url: &str) -> Result<Arc<dyn Backend>, DocketError> {
 }
 
 /// Opens the Redis store named by a `redis://…[?namespace=NAME]` URL (default namespace
-/// `docket`), with the server checks of [`docket_redis::RedisStore::connect`].
+/// `docket`), with the server checks of [`docket_redis::RedisStore::open`].
 ///
 /// # Errors
 /// A store error for an invalid namespace or URL, an unreachable server, or a server that
 /// may evict keys.
 #[cfg(feature = "redis")]
 pub async fn connect_redis(url: &str) -> Result<docket_redis::RedisStore, DocketError> {
-    let config = docket_redis::RedisConfig::from_url(url).map_err(StoreError::from)?;
-    Ok(docket_redis::RedisStore::connect(config)
-        .await
-        .map_err(StoreError::from)?)
+    Ok(docket_redis::RedisStore::connect(url).await?)
 }
 
 #[cfg(feature = "sqlite")]
@@ -157,7 +154,7 @@ async fn sqlite(_url: &str) -> Result<Arc<dyn Backend>, DocketError> {
 
 #[cfg(feature = "postgres")]
 async fn postgres(url: &str) -> Result<Arc<dyn Backend>, DocketError> {
-    let store = docket_postgres::PostgresStore::connect_url(url).await?;
+    let store = docket_postgres::PostgresStore::connect(url).await?;
     Ok(Arc::new(store))
 }
 

@@ -291,16 +291,12 @@ pub async fn a_duplicate_create_is_a_conflict_from_every_owner(env: &Env<'_>) {
     assert_eq!(env.fetch(&original.id).await, original);
 }
 
-/// Tokens of the wrong shape (not a UUID) are harmless: refresh is `ClaimLost`, release does
-/// nothing, abandon is stale.
+/// Tokens of the wrong shape (not a UUID) are harmless: a commit with one loses the fence,
+/// release does nothing, abandon is stale.
 pub async fn tokens_that_are_not_uuids_are_harmless(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let odd = ClaimToken::new("not-a-uuid").expect("shape-only token");
-    env.rejected(
-        K::ClaimLost,
-        env.store().refresh_claim(&c.run.id, &odd, t(20)),
-    )
-    .await;
+    env.assert_fenced_out(&c.run.id, &odd, t(20)).await;
     env.unchanged(env.store().release_claim(&c.run.id, &odd, t(20)))
         .await;
     let policy = abandon_policy(c.lease.checkpoint_seq, t(20), t(30), 3);

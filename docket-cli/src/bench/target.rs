@@ -144,7 +144,7 @@ async fn postgres(url: &str) -> Result<Target, BenchError> {
             options.schema
         )));
     }
-    let store = docket_postgres::PostgresStore::connect_url(url).await?;
+    let store = docket_postgres::PostgresStore::connect(url).await?;
     let floor = super::floor::PostgresFloor::connect(url).await?;
     Ok(Target {
         // Its own name behind a transaction pooler, so its figures never mix with the direct
@@ -224,8 +224,7 @@ async fn namespace_has_keys(
 
 #[cfg(feature = "redis")]
 async fn redis_connection(url: &str) -> Result<redis::aio::MultiplexedConnection, BenchError> {
-    let config =
-        docket_redis::RedisConfig::from_url(url).map_err(|e| BenchError::Setup(e.to_string()))?;
+    let config = docket_redis::parse_url(url).map_err(|e| BenchError::Setup(e.to_string()))?;
     let client = redis::Client::open(config.url.as_str())
         .map_err(|e| BenchError::Setup(format!("Redis URL: {e}")))?;
     client

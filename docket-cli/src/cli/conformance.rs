@@ -101,11 +101,7 @@ async fn sqlite(url: &str, args: &ConformanceArgs) -> Result<Report, DocketError
          database file (not {})",
         parsed.path.display()
     );
-    Ok(suite(
-        &docket_sqlite::testing::SqliteHarness::new(parsed.options),
-        args,
-    )
-    .await)
+    Ok(suite(&docket_sqlite::testing::SqliteHarness::new(parsed), args).await)
 }
 
 #[cfg(not(feature = "sqlite"))]

@@ -10,7 +10,7 @@
 use crate::model::{ClaimToken, Run, RunId, Scope, Timestamp};
 use crate::store::rules::claim_pass::{claim_pass, ClaimRow};
 use crate::store::rules::effects::{
-    apply_abandon, apply_refresh, apply_release, apply_retry_poisoned, validate_abandon_policy,
+    apply_abandon, apply_release, apply_retry_poisoned, validate_abandon_policy,
 };
 use crate::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, StoreError};
 
@@ -34,17 +34,6 @@ pub(super) fn claim_due(state: &mut State, policy: &ClaimPolicy) -> ClaimBatch {
         }
     }
     batch
-}
-
-/// Token-guarded, monotonic `claimed_at` refresh; an unknown run is a lost claim.
-pub(super) fn refresh_claim(
-    state: &mut State,
-    run_id: &RunId,
-    token: &ClaimToken,
-    now: Timestamp,
-) -> Result<(), StoreError> {
-    let row = state.runs.get_mut(run_id).ok_or(StoreError::ClaimLost)?;
-    apply_refresh(&mut row.ops, token, now)
 }
 
 /// Token-guarded release; anything else is a silent no-op.

@@ -85,15 +85,6 @@ impl RunStore for MemoryStore {
         Ok(claims::claim_due(&mut *self.lock()?, policy))
     }
 
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        claims::refresh_claim(&mut *self.lock()?, run_id, token, now)
-    }
-
     async fn release_claim(
         &self,
         run_id: &RunId,

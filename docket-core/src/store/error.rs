@@ -65,9 +65,6 @@ pub enum StoreError {
     /// The run is terminal and the operation needs a live run.
     #[error("inactive run: the run is terminal")]
     InactiveRun,
-    /// `refresh_claim` with a token that is not current.
-    #[error("claim lost: the token is not the run's current claim")]
-    ClaimLost,
     /// A caller-supplied argument is out of range (limit 0, retry_at < now, ...).
     #[error("invalid argument: {reason}")]
     InvalidArgument {
@@ -105,7 +102,6 @@ pub enum StoreErrorKind {
     CorruptGraph,
     Corrupt,
     InactiveRun,
-    ClaimLost,
     InvalidArgument,
     Unavailable,
     Ambiguous,
@@ -127,7 +123,6 @@ impl StoreError {
             StoreError::CorruptGraph { .. } => StoreErrorKind::CorruptGraph,
             StoreError::Corrupt { .. } => StoreErrorKind::Corrupt,
             StoreError::InactiveRun => StoreErrorKind::InactiveRun,
-            StoreError::ClaimLost => StoreErrorKind::ClaimLost,
             StoreError::InvalidArgument { .. } => StoreErrorKind::InvalidArgument,
             StoreError::Unavailable { .. } => StoreErrorKind::Unavailable,
             StoreError::Ambiguous { .. } => StoreErrorKind::Ambiguous,

@@ -115,18 +115,6 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// Infrastructure errors only; nothing is claimed on error.
     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError>;
 
-    /// Advances `claimed_at` to `max(stored, now)` if `token` is current (expiry is not
-    /// checked: an expired-but-unstolen claim may still refresh).
-    ///
-    /// # Errors
-    /// `ClaimLost` (token not current or run unknown; nothing changes), infrastructure.
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError>;
-
     /// Releases the claim if `token` is current (`wake_at = now`, attempts unchanged);
     /// otherwise does nothing. Idempotent.
     ///

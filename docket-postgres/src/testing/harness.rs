@@ -100,27 +100,25 @@ impl PostgresHarness {
         }
     }
 
-    /// The driver URL the stores connect with — the server's, with `synchronous_commit =
-    /// off` for their sessions (see the type docs; behind a transaction pooler that setting
-    /// is sent with `SET LOCAL`) — and the options of the URL's own Docket parameters.
-    fn store_url(&self) -> Result<(String, PostgresOptions), StoreError> {
-        let (url, mut options) = crate::options::parse_url(&self.url)?;
-        let separator = if url.contains('?') { '&' } else { '?' };
+    /// The options the stores connect with: the URL's own Docket parameters, and the
+    /// server's driver URL with `synchronous_commit = off` for their sessions (see the type
+    /// docs; behind a transaction pooler that setting is sent with `SET LOCAL`).
+    fn store_options(&self) -> Result<PostgresOptions, StoreError> {
+        let mut options = crate::options::parse_url(&self.url)?;
+        let separator = if options.url.contains('?') { '&' } else { '?' };
+        options.url = format!("{}{separator}options[synchronous_commit]=off", options.url);
         options.pool_size = self.pool_size;
         if self.poll_only {
             options.poll_only = true;
             options.listen_url = None;
         }
-        Ok((
-            format!("{url}{separator}options[synchronous_commit]=off"),
-            options,
-        ))
+        Ok(options)
     }
 
     /// Whether the stores offer wakeups (not in poll-only mode).
     fn wakeups(&self) -> bool {
         !self.poll_only
-            && crate::options::parse_url(&self.url).is_ok_and(|(_, options)| !options.poll_only)
+            && crate::options::parse_url(&self.url).is_ok_and(|options| !options.poll_only)
     }
 
     /// A store in a fresh schema, with the guard that drops the schema.
@@ -149,14 +147,10 @@ impl PostgresHarness {
 
     /// A new store value on `schema`, as a restarted process would open it.
     async fn connect_to(&self, schema: &str) -> Result<PostgresStore, StoreError> {
-        let (url, options) = self.store_url()?;
-        PostgresStore::connect(
-            &url,
-            PostgresOptions {
-                schema: schema.to_owned(),
-                ..options
-            },
-        )
+        PostgresStore::open(PostgresOptions {
+            schema: schema.to_owned(),
+            ..self.store_options()?
+        })
         .await
     }
 

@@ -11,7 +11,7 @@ use docket_core::ops::{
     OperationId, OperationKind, OperationQuery, OperationResult, OperationSpec, OpsError,
     OpsLifecycleRegistry, SessionId,
 };
-use docket_redis::{RedisConfig, RedisStore};
+use docket_redis::RedisStore;
 use futures::StreamExt;
 use uuid::Uuid;
 
@@ -110,7 +110,7 @@ async fn every_registry_write_script_checks_everything_before_its_first_write() 
 #[tokio::test]
 async fn the_ops_retention_option_evicts_the_oldest_terminal_records_and_their_keys() {
     let fx = open().await;
-    let mut config = RedisConfig::from_url(&format!(
+    let mut config = docket_redis::parse_url(&format!(
         "{}?namespace={}&ops_retention=2",
         docket_redis::testing::test_url(),
         fx.store.namespace()
@@ -118,7 +118,7 @@ async fn the_ops_retention_option_evicts_the_oldest_terminal_records_and_their_k
     .expect("valid URL");
     assert_eq!(config.ops_retention, Retention::new(2).expect("two"));
     config.url = docket_redis::testing::test_url();
-    let store = RedisStore::connect(config).await.expect("connect");
+    let store = RedisStore::open(config).await.expect("connect");
     let a = owner(1);
     for n in 1..=3 {
         store

@@ -8,7 +8,7 @@ use std::time::Duration;
 use docket_core::model::{OwnerScope, Scope};
 use docket_core::store::{RunStore, StoreErrorKind, Wakeups};
 use docket_redis::testing::{fresh_namespace, test_url, RedisGuard};
-use docket_redis::{ConnectError, RedisConfig, RedisStore};
+use docket_redis::{RedisOptions, RedisStore};
 use futures::{FutureExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -36,26 +36,25 @@ async fn operations_survive_a_flushed_script_cache() {
 
 #[tokio::test]
 async fn an_unreachable_server_is_a_retryable_unavailable_error() {
-    let err = RedisStore::connect(RedisConfig::new("redis://127.0.0.1:1", fresh_namespace()))
+    let err = RedisStore::open(RedisOptions::new("redis://127.0.0.1:1", fresh_namespace()))
         .await
         .expect_err("nothing listens on port 1");
-    let ConnectError::Store(err) = err else {
-        panic!("expected a store error, got {err}");
-    };
     assert_eq!(err.kind(), StoreErrorKind::Unavailable);
     assert!(err.is_retryable());
 }
 
 #[tokio::test]
 async fn invalid_namespaces_and_urls_are_refused_before_connecting() {
-    let err = RedisStore::connect(RedisConfig::new(test_url(), "bad*ns"))
+    let err = RedisStore::open(RedisOptions::new(test_url(), "bad*ns"))
         .await
         .expect_err("namespace");
-    assert!(matches!(err, ConnectError::InvalidNamespace(_)));
-    let err = RedisStore::connect(RedisConfig::new("nope://x", "ns"))
+    assert_eq!(err.kind(), StoreErrorKind::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("namespace"), "{err}");
+    let err = RedisStore::open(RedisOptions::new("nope://x", "ns"))
         .await
         .expect_err("url");
-    assert!(matches!(err, ConnectError::InvalidUrl(_)));
+    assert_eq!(err.kind(), StoreErrorKind::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("Redis URL"), "{err}");
 }
 
 /// A throwaway ACL user, deleted on drop.
@@ -121,7 +120,7 @@ impl Drop for AclUser {
 async fn a_server_that_forbids_config_is_used_with_a_warning() {
     let user = AclUser::create(&["~*", "&*", "+@all", "-config"]).await;
     let fx = open().await;
-    let store = RedisStore::connect(RedisConfig::new(&user.url, fx.store.namespace()))
+    let store = RedisStore::open(RedisOptions::new(&user.url, fx.store.namespace()))
         .await
         .expect("CONFIG forbidden is not fatal");
     start_simple(&store, &OwnerScope::Tenantless, "r1").await;
@@ -172,7 +171,7 @@ async fn a_due_initialization_publishes_a_wake_hint() {
 async fn the_wake_subscriber_reconnects_after_its_connection_is_killed() {
     let user = AclUser::create(&["~*", "&*", "+@all"]).await;
     let fx = open().await;
-    let store = RedisStore::connect(RedisConfig::new(&user.url, fx.store.namespace()))
+    let store = RedisStore::open(RedisOptions::new(&user.url, fx.store.namespace()))
         .await
         .expect("connect as the test user");
     let channel = store.keys().wake_channel();
@@ -248,7 +247,7 @@ async fn a_reply_lost_after_a_write_was_sent_is_ambiguous() {
         .to_owned();
     let armed = Arc::new(AtomicBool::new(false));
     let url = lossy_proxy(host, armed.clone()).await;
-    let proxied = RedisStore::connect(RedisConfig::new(url, fx.store.namespace()))
+    let proxied = RedisStore::open(RedisOptions::new(url, fx.store.namespace()))
         .await
         .expect("connect through the proxy");
     let owner = OwnerScope::Tenantless;
@@ -297,7 +296,7 @@ async fn a_registry_reply_lost_after_the_write_was_sent_is_ambiguous() {
     let host = upstream_host();
     let armed = Arc::new(AtomicBool::new(false));
     let url = lossy_proxy(host, armed.clone()).await;
-    let proxied = RedisStore::connect(RedisConfig::new(url, fx.store.namespace()))
+    let proxied = RedisStore::open(RedisOptions::new(url, fx.store.namespace()))
         .await
         .expect("connect through the proxy");
     let owner = SessionId::from_uuid(uuid::Uuid::from_u128(1));
@@ -365,20 +364,17 @@ async fn a_server_that_accepts_and_never_answers_fails_the_connect_within_its_ti
             held.push(socket);
         }
     });
-    let config = RedisConfig::from_url(&format!(
+    let config = docket_redis::parse_url(&format!(
         "redis://{addr}?namespace={}&connect_timeout_ms=400",
         fresh_namespace()
     ))
     .expect("valid url");
     let started = std::time::Instant::now();
-    let err = tokio::time::timeout(Duration::from_secs(30), RedisStore::connect(config))
+    let err = tokio::time::timeout(Duration::from_secs(30), RedisStore::open(config))
         .await
         .expect("connect answers before the outer deadline")
         .expect_err("nothing answers");
     let elapsed = started.elapsed();
-    let ConnectError::Store(err) = err else {
-        panic!("expected a store error, got {err}");
-    };
     assert_eq!(err.kind(), StoreErrorKind::Unavailable, "{err}");
     assert!(err.is_retryable());
     assert!(err.to_string().contains("connect_timeout_ms"), "{err}");
@@ -428,12 +424,12 @@ async fn a_reply_that_never_comes_fails_the_call_after_the_statement_timeout() {
     let fx = open().await;
     let stalled = Arc::new(AtomicBool::new(false));
     let proxy = stalling_proxy(upstream_host(), stalled.clone()).await;
-    let config = RedisConfig::from_url(&format!(
+    let config = docket_redis::parse_url(&format!(
         "{proxy}?namespace={}&statement_timeout_ms=300",
         fx.store.namespace()
     ))
     .expect("valid url");
-    let proxied = RedisStore::connect(config)
+    let proxied = RedisStore::open(config)
         .await
         .expect("connect through the proxy");
     let owner = OwnerScope::Tenantless;

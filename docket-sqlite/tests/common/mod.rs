@@ -177,7 +177,7 @@ pub async fn fx() -> Fx {
 
 pub async fn fx_with(options: SqliteOptions) -> Fx {
     let guard = SqliteGuard::new().expect("temp dir");
-    let store = SqliteStore::open(guard.path(), options)
+    let store = SqliteStore::open(options.with_path(guard.path()))
         .await
         .expect("open store");
     let doc = graph_doc("g", "v1");

@@ -11,7 +11,7 @@ use docket_core::model::{
 use docket_core::ops::OpsLifecycleRegistry;
 use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
 use docket_core::store::rules::effects::{
-    apply_abandon, apply_refresh, apply_release, apply_retry_poisoned, validate_abandon_policy,
+    apply_abandon, apply_release, apply_retry_poisoned, validate_abandon_policy,
 };
 use docket_core::store::rules::queries::{
     event_page, run_page, validate_event_query, validate_prune_policy, validate_run_query,
@@ -229,17 +229,6 @@ impl RunStore for MapStore {
 
     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
         Ok(claim_due(&mut *self.lock()?, policy))
-    }
-
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        let mut tables = self.lock()?;
-        let row = tables.runs.get_mut(run_id).ok_or(StoreError::ClaimLost)?;
-        apply_refresh(&mut row.ops, token, now)
     }
 
     async fn release_claim(

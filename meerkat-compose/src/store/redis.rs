@@ -17,7 +17,6 @@ use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 
 use docket_redis::keys::{enc, Keys};
-use docket_redis::RedisConfig;
 
 use crate::ports::error::{DetachedJobError, EvidenceError};
 use crate::ports::evidence::{EvidenceGraph, EvidenceItem, WorkEvidenceRef};
@@ -125,7 +124,7 @@ impl RedisComposeStore {
     /// `InvalidInput` for a malformed URL or namespace; `Store` when the server cannot be
     /// reached.
     pub async fn connect_url(url: &str) -> Result<Self, DetachedJobError> {
-        let config = RedisConfig::from_url(url)
+        let config = docket_redis::parse_url(url)
             .map_err(|e| DetachedJobError::InvalidInput(e.to_string()))?;
         Self::connect(&config.url, &config.namespace).await
     }

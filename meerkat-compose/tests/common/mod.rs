@@ -120,9 +120,10 @@ impl Case {
             Location::Memory(backend, store) => (backend.clone(), ComposeStore::of(store.clone())),
             #[cfg(feature = "sqlite")]
             Location::Sqlite(path) => {
-                let backend = docket_sqlite::SqliteStore::open(path, Default::default())
-                    .await
-                    .expect("open sqlite");
+                let backend =
+                    docket_sqlite::SqliteStore::open(docket_sqlite::SqliteOptions::new(path))
+                        .await
+                        .expect("open sqlite");
                 let store = meerkat_compose::store::sqlite::SqliteComposeStore::open(path)
                     .await
                     .expect("open sqlite compose store");
@@ -130,7 +131,7 @@ impl Case {
             }
             #[cfg(feature = "postgres")]
             Location::Postgres(url) => {
-                let backend = docket_postgres::PostgresStore::connect_url(url)
+                let backend = docket_postgres::PostgresStore::connect(url)
                     .await
                     .expect("connect postgres");
                 let store =
@@ -141,7 +142,7 @@ impl Case {
             }
             #[cfg(feature = "redis")]
             Location::Redis(url, namespace) => {
-                let backend = docket_redis::RedisStore::connect(docket_redis::RedisConfig::new(
+                let backend = docket_redis::RedisStore::open(docket_redis::RedisOptions::new(
                     url.as_str(),
                     namespace.as_str(),
                 ))

@@ -1,6 +1,6 @@
 //! The model-based property test (`docs/reliability.md`, “Model-based testing”): random histories
 //! of start / claim at chosen times / claimed commit with right and wrong seq and token / signal
-//! (cancel, resolve) / abandon / release / refresh / expire (advance time) / retry-poisoned /
+//! (cancel, resolve) / abandon / release / expire (advance time) / retry-poisoned /
 //! prune, applied to the backend under test and to a fresh reference `MemoryStore`, comparing every
 //! result and the full observable state after every step.
 //!

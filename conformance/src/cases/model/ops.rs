@@ -134,15 +134,6 @@ pub enum Op {
         /// Presented token.
         token: Tok,
     },
-    /// `refresh_claim`.
-    Refresh {
-        /// Target run.
-        run: u8,
-        /// Presented token.
-        token: Tok,
-        /// Refresh at one second before now (`claimed_at` must not move back).
-        back: bool,
-    },
     /// Moves the shared clock forward.
     Advance {
         /// By this many ms.
@@ -241,7 +232,6 @@ fn op() -> impl Strategy<Value = Op> {
                 retry_in,
             }),
         2 => (run(), tok()).prop_map(|(run, token)| Op::Release { run, token }),
-        1 => (run(), tok(), any::<bool>()).prop_map(|(run, token, back)| Op::Refresh { run, token, back }),
         3 => prop_oneof![
             Just(1i64), Just(999), Just(1_000), Just(1_001), Just(30_000), Just(60_000), Just(60_001)
         ]

@@ -310,13 +310,6 @@ impl World {
                 let b = model.release_claim(&run_id(run), &tb, now).await;
                 same("release_claim", &a, &b)
             }
-            Op::Refresh { run, token, back } => {
-                let (ta, tb) = self.token(run, token);
-                let at = if back { now.add_millis(-1_000) } else { now };
-                let a = sut.refresh_claim(&run_id(run), &ta, at).await;
-                let b = model.refresh_claim(&run_id(run), &tb, at).await;
-                same("refresh_claim", &a, &b)
-            }
             Op::Advance { ms } => {
                 self.now = now.add_millis(ms);
                 Ok(())

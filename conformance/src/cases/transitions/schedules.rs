@@ -26,29 +26,19 @@ async fn commit_with(
     env.inspect(&c.run.id).await
 }
 
-/// Asserts the old holder's claim is gone: refresh is `ClaimLost` and changes nothing.
+/// Asserts the old holder's claim is gone: its next commit loses the fence.
 async fn assert_claim_released(env: &Env<'_>, c: &Claimed) {
-    env.rejected(
-        K::ClaimLost,
-        env.store()
-            .refresh_claim(&c.run.id, &c.lease.claim_token, t(30)),
-    )
-    .await;
+    env.assert_fenced_out(&c.run.id, &c.lease.claim_token, t(30))
+        .await;
 }
 
 /// Retaining the claim keeps the token, re-stamps `claimed_at` to the commit's `now`, and
-/// leaves no wake; the holder may refresh and commit again.
+/// leaves no wake; the holder may commit again.
 pub async fn retain_claim_keeps_the_claim_restamped_without_a_wake(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let info = commit_with(env, &c, RunStatus::Running, ClaimedSchedule::RetainClaim).await;
     assert_eq!(info.claimed_at, Some(t(20)));
     assert_eq!(info.wake_at, None);
-    ok(
-        env.store()
-            .refresh_claim(&c.run.id, &c.lease.claim_token, t(25))
-            .await,
-        "refresh_claim",
-    );
     let again = env
         .commit_to(&c.lease, &info.run, RunStatus::Running, t(30))
         .await;

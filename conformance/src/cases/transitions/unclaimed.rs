@@ -47,12 +47,8 @@ pub async fn an_unclaimed_commit_revokes_a_live_claim(env: &Env<'_>) {
     assert_eq!(stored.checkpoint_seq, c.run.checkpoint_seq + 1);
     let info = env.inspect(&c.run.id).await;
     assert_eq!((info.claimed_at, info.wake_at), (None, Some(t(20))));
-    env.rejected(
-        K::ClaimLost,
-        env.store()
-            .refresh_claim(&c.run.id, &c.lease.claim_token, t(21)),
-    )
-    .await;
+    env.assert_fenced_out(&c.run.id, &c.lease.claim_token, t(21))
+        .await;
 }
 
 /// After a signal, the in-flight holder's next claimed commit loses its fence.

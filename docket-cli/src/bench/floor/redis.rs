@@ -5,8 +5,6 @@ use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 
-use docket_redis::RedisConfig;
-
 use super::{floor_error, Floor};
 use crate::bench::BenchError;
 
@@ -59,7 +57,7 @@ impl RedisFloor {
     /// # Errors
     /// A malformed URL or an unreachable server.
     pub(crate) async fn connect(url: &str, store_prefix: &str) -> Result<Self, BenchError> {
-        let config = RedisConfig::from_url(url).map_err(|e| floor_error("redis", e))?;
+        let config = docket_redis::parse_url(url).map_err(|e| floor_error("redis", e))?;
         let client = redis::Client::open(config.url.as_str()).map_err(redis_error)?;
         let manager = ConnectionManagerConfig::new()
             .set_response_timeout(Some(config.response_timeout))

@@ -63,15 +63,6 @@ impl<L: StoreLayer> RunStore for Layered<L> {
         StoreLayer::claim_due(&self.0, policy).await
     }
 
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        StoreLayer::refresh_claim(&self.0, run_id, token, now).await
-    }
-
     async fn release_claim(
         &self,
         run_id: &RunId,

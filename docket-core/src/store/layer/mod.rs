@@ -164,19 +164,6 @@ pub trait StoreLayer: Send + Sync + Debug + 'static {
         self.inner().claim_due(policy).await
     }
 
-    /// See [`RunStore::refresh_claim`].
-    ///
-    /// # Errors
-    /// As the inner store's.
-    async fn refresh_claim(
-        &self,
-        run_id: &RunId,
-        token: &ClaimToken,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.inner().refresh_claim(run_id, token, now).await
-    }
-
     /// See [`RunStore::release_claim`].
     ///
     /// # Errors

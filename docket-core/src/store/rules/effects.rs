@@ -122,22 +122,6 @@ pub fn holds_claim(ops: &OperationalState, token: &ClaimToken) -> bool {
     ops.claim_token.as_ref() == Some(token)
 }
 
-/// Refresh: `claimed_at = max(stored, now)` when `token` is current.
-///
-/// # Errors
-/// `ClaimLost` when the token is not current (nothing changes).
-pub fn apply_refresh(
-    ops: &mut OperationalState,
-    token: &ClaimToken,
-    now: Timestamp,
-) -> Result<(), StoreError> {
-    if !holds_claim(ops, token) {
-        return Err(StoreError::ClaimLost);
-    }
-    ops.claimed_at = ops.claimed_at.map(|at| at.max(now)).or(Some(now));
-    Ok(())
-}
-
 /// Release: when `token` is current, clear the claim and wake at `now`; attempts unchanged.
 /// Returns whether anything changed.
 pub fn apply_release(ops: &mut OperationalState, token: &ClaimToken, now: Timestamp) -> bool {
@@ -423,14 +407,8 @@ mod tests {
     }
 
     #[test]
-    fn refresh_never_moves_backwards_and_release_is_token_guarded() {
+    fn release_is_token_guarded() {
         let (mut ops, token) = claimed(100, 1);
-        apply_refresh(&mut ops, &token, t(50)).expect("current");
-        assert_eq!(ops.claimed_at, Some(t(100)));
-        assert!(matches!(
-            apply_refresh(&mut ops, &ClaimToken::mint(), t(200)),
-            Err(StoreError::ClaimLost)
-        ));
         assert!(!apply_release(&mut ops, &ClaimToken::mint(), t(300)));
         assert!(apply_release(&mut ops, &token, t(300)));
         assert_eq!(ops.wake_at, Some(t(300)));

@@ -1,81 +1,11 @@
-//! `refresh_claim` and `release_claim`: token-guarded, never disturbing a newer claim.
+//! `release_claim`: token-guarded, never disturbing a newer claim.
 
 use crate::cases::prelude::*;
 
-/// Refreshing with the current token advances `claimed_at`, and postpones expiry with it.
-pub async fn refresh_with_the_current_token_advances_claimed_at(env: &Env<'_>) {
-    let c = env.claimed("r1").await;
-    ok(
-        env.store()
-            .refresh_claim(&c.run.id, &c.lease.claim_token, t(30_000))
-            .await,
-        "refresh_claim",
-    );
-    assert_eq!(env.inspect(&c.run.id).await.claimed_at, Some(t(30_000)));
-    let policy = claim_policy(t(10 + 60_001), 5);
-    let batch = env.unchanged(env.store().claim_due(&policy)).await;
-    assert_eq!(
-        batch.outcome_count(),
-        0,
-        "a refreshed claim is not expired yet"
-    );
-}
-
-/// Refresh never moves `claimed_at` backwards.
-pub async fn refresh_never_moves_claimed_at_backwards(env: &Env<'_>) {
-    let c = env.claimed("r1").await;
-    env.unchanged(
-        env.store()
-            .refresh_claim(&c.run.id, &c.lease.claim_token, t(5)),
-    )
-    .await;
-    assert_eq!(env.inspect(&c.run.id).await.claimed_at, Some(t(10)));
-}
-
-/// Refreshing with a token that is not current is `ClaimLost` and changes nothing.
-pub async fn refresh_with_a_wrong_token_is_claim_lost(env: &Env<'_>) {
-    let c = env.claimed("r1").await;
-    env.rejected(
-        K::ClaimLost,
-        env.store()
-            .refresh_claim(&c.run.id, &ClaimToken::mint(), t(20)),
-    )
-    .await;
-}
-
-/// Refreshing an unknown run is `ClaimLost`.
-pub async fn refresh_of_an_unknown_run_is_claim_lost(env: &Env<'_>) {
-    env.rejected(
-        K::ClaimLost,
-        env.store()
-            .refresh_claim(&rid("ghost"), &ClaimToken::mint(), t(20)),
-    )
-    .await;
-}
-
-/// Expiry alone does not revoke: an expired but unstolen claim may still refresh.
-pub async fn an_expired_but_unstolen_claim_may_still_refresh(env: &Env<'_>) {
-    let c = env.claimed("r1").await;
-    let late = t(10 + 600_000);
-    ok(
-        env.store()
-            .refresh_claim(&c.run.id, &c.lease.claim_token, late)
-            .await,
-        "refresh_claim",
-    );
-    assert_eq!(env.inspect(&c.run.id).await.claimed_at, Some(late));
-}
-
-/// After a steal, the old token can neither refresh nor release nor commit; the thief can.
+/// After a steal, the old token can neither release nor commit; the thief can.
 pub async fn a_steal_invalidates_the_old_token_everywhere(env: &Env<'_>) {
     let c = env.claimed("r1").await;
     let thief = env.claim(t(10 + 60_001)).await;
-    env.rejected(
-        K::ClaimLost,
-        env.store()
-            .refresh_claim(&c.run.id, &c.lease.claim_token, t(70_000)),
-    )
-    .await;
     env.unchanged(
         env.store()
             .release_claim(&c.run.id, &c.lease.claim_token, t(70_000)),
@@ -91,11 +21,13 @@ pub async fn a_steal_invalidates_the_old_token_everywhere(env: &Env<'_>) {
         ),
     )
     .await;
-    ok(
-        env.store()
-            .refresh_claim(&c.run.id, &thief.claim_token, t(70_001))
-            .await,
-        "the thief refreshes",
+    let committed = env
+        .commit_to(&thief, &c.run, RunStatus::Running, t(70_001))
+        .await;
+    assert_eq!(
+        committed.checkpoint_seq,
+        c.run.checkpoint_seq + 1,
+        "the thief commits"
     );
 }
 
@@ -166,15 +98,9 @@ pub async fn a_late_release_never_disturbs_a_newer_claim(env: &Env<'_>) {
     assert_eq!(info.claimed_at, Some(thief.claimed_at));
 }
 
-/// Refresh, release and claims never change the committed document or `updated_at`.
+/// Releases and claims never change the committed document or `updated_at`.
 pub async fn operational_changes_never_touch_the_document(env: &Env<'_>) {
     let c = env.claimed("r1").await;
-    ok(
-        env.store()
-            .refresh_claim(&c.run.id, &c.lease.claim_token, t(20))
-            .await,
-        "refresh_claim",
-    );
     ok(
         env.store()
             .release_claim(&c.run.id, &c.lease.claim_token, t(30))
