@@ -50,10 +50,10 @@ pub fn library_is_only_a_library() -> Result {
     }
 }
 
-/// The role files every backend crate has, under the same names, so a reader who knows one
-/// backend finds the same thing in the same place in the others (backend-specific files —
-/// schema, migrations, scripts, key layout, pooler — come on top).
-const BACKEND_ROLES: &[(&str, &str)] = &[
+/// The role files every store crate has, under the same names, so a reader who knows one
+/// store finds the same thing in the same place in the others (store-specific files —
+/// schema, migrations, scripts, key layout, pooler, tables — come on top).
+const STORE_ROLES: &[(&str, &str)] = &[
     ("lib", "crate docs and re-exports"),
     (
         "store",
@@ -71,30 +71,42 @@ const BACKEND_ROLES: &[(&str, &str)] = &[
     ("ops", "the operation registry"),
     ("options", "settings and URL parsing"),
     ("codec", "strict decoding of stored bytes"),
-    ("error", "driver errors into StoreError"),
+    (
+        "error",
+        "driver (or the store's own) errors into StoreError",
+    ),
     ("wakeups", "wake hints"),
-    ("testing", "the conformance harness (feature `testing`)"),
+    (
+        "testing",
+        "the conformance harness (behind the feature `testing` in the backends)",
+    ),
 ];
 
-/// The backend crates checked by [`backends_share_one_skeleton`].
-const BACKENDS: &[&str] = &["docket-sqlite", "docket-postgres", "docket-redis"];
+/// The store crates checked by [`stores_share_one_skeleton`]: the three backends, and the
+/// worked example of `docs/implementing-a-store.md`, which a store author reads beside them.
+const STORES: &[&str] = &[
+    "docket-sqlite",
+    "docket-postgres",
+    "docket-redis",
+    "examples/custom-store",
+];
 
-/// Every backend crate's `src/` has a file (`ROLE.rs`) or module folder (`ROLE/mod.rs`) for
-/// every role of [`BACKEND_ROLES`].
-pub fn backends_share_one_skeleton() -> Result {
-    step("layout: every backend crate has the same role files");
+/// Every store crate's `src/` has a file (`ROLE.rs`) or module folder (`ROLE/mod.rs`) for
+/// every role of [`STORE_ROLES`].
+pub fn stores_share_one_skeleton() -> Result {
+    step("layout: every store crate (backends, examples/custom-store) has the same role files");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .ok_or("xtask has no parent directory")?
         .to_path_buf();
     let mut missing = Vec::new();
-    for backend in BACKENDS {
-        let src = root.join(backend).join("src");
-        for (role, what) in BACKEND_ROLES {
+    for store in STORES {
+        let src = root.join(store).join("src");
+        for (role, what) in STORE_ROLES {
             let file = src.join(format!("{role}.rs"));
             let module = src.join(role).join("mod.rs");
             if !file.is_file() && !module.is_file() {
-                missing.push(format!("{backend}/src/{role}.rs ({what})"));
+                missing.push(format!("{store}/src/{role}.rs ({what})"));
             }
         }
     }
@@ -102,7 +114,7 @@ pub fn backends_share_one_skeleton() -> Result {
         Ok(())
     } else {
         Err(format!(
-            "backend crates must share one skeleton; missing:\n  {}",
+            "store crates must share one skeleton; missing:\n  {}",
             missing.join("\n  ")
         ))
     }

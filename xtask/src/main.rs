@@ -8,7 +8,8 @@
 //! * `cargo xtask examples`, `cargo xtask package`, `cargo xtask docs` — those three checks
 //!   alone.
 //! * `cargo xtask layout` — the workspace's shape: the `docket` library has no CLI, bench or
-//!   test dependency, and every backend crate has the same role files (also run by `ci`).
+//!   test dependency, and every store crate (the backends and `examples/custom-store`) has
+//!   the same role files (also run by `ci`).
 //! * `cargo xtask services` — make sure PostgreSQL and Redis answer, starting them if needed.
 //! * `cargo xtask recovery` — the crash-recovery check: SIGKILL `docket demo` mid-run, then
 //!   `docket worker --until-idle` on the same SQLite file must finish every run with a sound
@@ -64,7 +65,7 @@ fn main() -> ExitCode {
         Some("package") => library::package(),
         Some("docs") => library::quick_start_matches().and_then(|()| library::docs()),
         Some("layout") => {
-            layout::library_is_only_a_library().and_then(|()| layout::backends_share_one_skeleton())
+            layout::library_is_only_a_library().and_then(|()| layout::stores_share_one_skeleton())
         }
         Some("pg-plan") => postgres::runs_arg(rest, PG_PLAN_RUNS)
             .and_then(|runs| services().and_then(|()| postgres::plan(runs))),
@@ -137,7 +138,7 @@ fn ci() -> Result {
         "warnings",
     ])?;
     layout::library_is_only_a_library()?;
-    layout::backends_share_one_skeleton()?;
+    layout::stores_share_one_skeleton()?;
     library::quick_start_matches()?;
     let docs = Instant::now();
     library::docs()?;

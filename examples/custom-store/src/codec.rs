@@ -5,6 +5,7 @@ use docket_core::model::{validate_durable, Event, Run, RunId};
 use docket_core::store::rules::effects::check_row_invariants;
 use docket_core::store::StoreError;
 
+use crate::error::unencodable;
 use crate::tables::{Columns, EventRow, RunRow};
 
 /// The columns of a validated document.
@@ -25,8 +26,7 @@ pub(crate) fn columns(run: &Run) -> Result<Columns, StoreError> {
 
 /// A validated run's columns and JSON text.
 pub(crate) fn encode_run(run: &Run) -> Result<(Columns, String), StoreError> {
-    let text = serde_json::to_string(run)
-        .map_err(|e| StoreError::invalid_transition(format!("run cannot be encoded: {e}")))?;
+    let text = serde_json::to_string(run).map_err(|e| unencodable("run", &e))?;
     Ok((columns(run)?, text))
 }
 
@@ -49,8 +49,7 @@ pub(crate) fn decode_run(id: &RunId, row: &RunRow) -> Result<Run, StoreError> {
 
 /// An event's JSON text.
 pub(crate) fn encode_event(event: &Event) -> Result<String, StoreError> {
-    serde_json::to_string(event)
-        .map_err(|e| StoreError::invalid_transition(format!("event cannot be encoded: {e}")))
+    serde_json::to_string(event).map_err(|e| unencodable("event", &e))
 }
 
 /// The event stored under `(id, seq)`, verified against its key.

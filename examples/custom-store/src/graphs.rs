@@ -1,21 +1,18 @@
-//! [`GraphStore`]: content-addressed, owner-scoped graph versions.
+//! Graph versions over the locked tables: content-addressed and owner-scoped, ordered
+//! newest first by `(published_at, graph_hash)`.
 
-use async_trait::async_trait;
 use docket_core::graph::GraphDocument;
 use docket_core::model::{
-    GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery, OwnerScope, Timestamp,
+    GraphHash, GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery, OwnerScope,
+    Timestamp,
 };
-use docket_core::store::rules::graph::{decode_stored, encode_for_save};
-use docket_core::store::rules::queries::{graph_version_page, validate_graph_query};
-use docket_core::store::{GraphStore, StoreError};
+use docket_core::store::rules::graph::decode_stored;
+use docket_core::store::rules::queries::graph_version_page;
+use docket_core::store::StoreError;
 
 use crate::tables::{GraphRow, Tables};
-use crate::MapStore;
 
-fn key(
-    owner: &OwnerScope,
-    graph_ref: &GraphRef,
-) -> (OwnerScope, GraphId, docket_core::model::GraphHash) {
+fn key(owner: &OwnerScope, graph_ref: &GraphRef) -> (OwnerScope, GraphId, GraphHash) {
     (
         owner.clone(),
         graph_ref.graph_id.clone(),
@@ -47,74 +44,72 @@ pub(crate) fn newest_first(
     versions
 }
 
-#[async_trait]
-impl GraphStore for MapStore {
-    async fn save_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-        graph: &GraphDocument,
-        now: Timestamp,
-    ) -> Result<(), StoreError> {
-        let bytes = encode_for_save(graph_ref, graph)?;
-        let mut tables = self.lock()?;
-        match tables.graphs.get(&key(owner, graph_ref)) {
-            Some(stored) if stored.bytes == bytes => Ok(()),
-            Some(_) => Err(StoreError::GraphContentConflict),
-            None => {
-                tables.graphs.insert(
-                    key(owner, graph_ref),
-                    GraphRow {
-                        bytes,
-                        published_at: now,
-                    },
-                );
-                Ok(())
-            }
+/// `save_graph` of already encoded canonical bytes: idempotent for the same bytes (the
+/// first `published_at` stays), a conflict for different ones.
+pub(crate) fn save(
+    tables: &mut Tables,
+    owner: &OwnerScope,
+    graph_ref: &GraphRef,
+    bytes: Vec<u8>,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    match tables.graphs.get(&key(owner, graph_ref)) {
+        Some(stored) if stored.bytes == bytes => Ok(()),
+        Some(_) => Err(StoreError::GraphContentConflict),
+        None => {
+            tables.graphs.insert(
+                key(owner, graph_ref),
+                GraphRow {
+                    bytes,
+                    published_at: now,
+                },
+            );
+            Ok(())
         }
     }
+}
 
-    async fn fetch_graph(
-        &self,
-        owner: &OwnerScope,
-        graph_ref: &GraphRef,
-    ) -> Result<GraphDocument, StoreError> {
-        let tables = self.lock()?;
-        let row = tables
-            .graphs
-            .get(&key(owner, graph_ref))
-            .ok_or(StoreError::NotFound)?;
-        decode_stored(graph_ref, &row.bytes)
-    }
+/// `fetch_graph`: stored bytes that do not decode are corrupt, never absent.
+pub(crate) fn fetch(
+    tables: &Tables,
+    owner: &OwnerScope,
+    graph_ref: &GraphRef,
+) -> Result<GraphDocument, StoreError> {
+    let row = tables
+        .graphs
+        .get(&key(owner, graph_ref))
+        .ok_or(StoreError::NotFound)?;
+    decode_stored(graph_ref, &row.bytes)
+}
 
-    async fn fetch_latest_graph_ref(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-    ) -> Result<GraphRef, StoreError> {
-        newest_first(&*self.lock()?, owner, graph_id)
-            .into_iter()
-            .next()
-            .map(|v| v.graph_ref)
-            .ok_or(StoreError::NotFound)
-    }
+/// `fetch_latest_graph_ref`.
+pub(crate) fn latest_ref(
+    tables: &Tables,
+    owner: &OwnerScope,
+    graph_id: &GraphId,
+) -> Result<GraphRef, StoreError> {
+    newest_first(tables, owner, graph_id)
+        .into_iter()
+        .next()
+        .map(|v| v.graph_ref)
+        .ok_or(StoreError::NotFound)
+}
 
-    async fn list_graph_versions(
-        &self,
-        owner: &OwnerScope,
-        graph_id: &GraphId,
-        query: &GraphVersionQuery,
-    ) -> Result<GraphVersionPage, StoreError> {
-        validate_graph_query(query)?;
-        let rows: Vec<GraphVersion> = newest_first(&*self.lock()?, owner, graph_id)
-            .into_iter()
-            .filter(|v| {
-                query.before.as_ref().is_none_or(|c| {
-                    (v.published_at, &v.graph_ref.graph_hash) < (c.published_at, &c.graph_hash)
-                })
+/// `list_graph_versions` with a validated query.
+pub(crate) fn list_versions(
+    tables: &Tables,
+    owner: &OwnerScope,
+    graph_id: &GraphId,
+    query: &GraphVersionQuery,
+) -> GraphVersionPage {
+    let rows: Vec<GraphVersion> = newest_first(tables, owner, graph_id)
+        .into_iter()
+        .filter(|v| {
+            query.before.as_ref().is_none_or(|c| {
+                (v.published_at, &v.graph_ref.graph_hash) < (c.published_at, &c.graph_hash)
             })
-            .take(query.limit as usize + 1)
-            .collect();
-        Ok(graph_version_page(rows, query))
-    }
+        })
+        .take(query.limit as usize + 1)
+        .collect();
+    graph_version_page(rows, query)
 }

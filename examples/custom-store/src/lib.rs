@@ -25,89 +25,49 @@
 //! The store offers no wake hints ([`docket_core::store::RunStore::wakeups`] is `None`, and
 //! the registry's completion watch polls), and its harness declares so: the suite's wakeup
 //! cases then assert exactly that.
+//!
+//! It opens like every store: [`MapStore::open`] takes [`MapOptions`], and
+//! [`MapStore::connect`] takes a URL, here `map://` with the one option `ops_retention`
+//! (`map://?ops_retention=16`; see [`parse_url`]).
+//!
+//! ## Where things are
+//!
+//! The source files have the same roles, under the same names, as those of the SQLite,
+//! PostgreSQL and Redis stores (`cargo xtask layout` checks it), so reading one store teaches
+//! where to look in the others:
+//!
+//! | file | role |
+//! | --- | --- |
+//! | `store.rs` | the [`MapStore`] value: `open`, `connect`, `reopen`, the lock, the pruner slot |
+//! | `options.rs` | [`MapOptions`] and the `map://` URL ([`parse_url`]) |
+//! | `traits.rs` | the `RunStore` and `GraphStore` impls: validate with the rules, lock once, call one function below |
+//! | `transitions.rs` | `initialize` and the two commits, planned by the transition kernel |
+//! | `claims.rs` | `claim_due`, release, abandon, poison recovery |
+//! | `reads.rs` | runs, run pages and events |
+//! | `graphs.rs` | graph versions |
+//! | `prune.rs` | the retention pass |
+//! | `ops/` | the operation registry (`mod.rs`) over its rows (`rows.rs`) |
+//! | `tables.rs` | the rows themselves: this store's schema |
+//! | `codec.rs` | documents and events as JSON text, verified on every read |
+//! | `error.rs` | this store's own failures as `StoreError` / `OpsError` |
+//! | `wakeups.rs` | why this store sends no wake hints |
+//! | `testing.rs` | the conformance harness, [`MapHarness`] |
 
+mod claims;
 mod codec;
+mod error;
 mod graphs;
-mod harness;
-mod operation_rows;
-mod operations;
-mod runs;
+mod ops;
+mod options;
+mod prune;
+mod reads;
+mod store;
 mod tables;
+mod testing;
+mod traits;
 mod transitions;
+mod wakeups;
 
-use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-
-use docket_core::ops::rules::Retention;
-use docket_core::store::{Message, StoreError};
-
-pub use harness::MapHarness;
-use tables::Tables;
-
-/// An in-process store over `Mutex<BTreeMap>`s. See the [crate docs](crate).
-#[derive(Default)]
-pub struct MapStore {
-    /// Shared by the values [`MapStore::reopen`] makes.
-    tables: Arc<Mutex<Tables>>,
-    pruning: AtomicBool,
-    /// Terminal registry records kept per owner.
-    retention: Retention,
-}
-
-impl MapStore {
-    /// An empty store.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Another store value on the same tables, as a restarted process would find a durable
-    /// store's files.
-    #[must_use]
-    pub fn reopen(&self) -> Self {
-        MapStore {
-            tables: Arc::clone(&self.tables),
-            pruning: AtomicBool::new(false),
-            retention: self.retention,
-        }
-    }
-
-    fn lock(&self) -> Result<MutexGuard<'_, Tables>, StoreError> {
-        // Writes happen only after every check passed, so a panic cannot leave a half-written
-        // row; refusing further work is still the safe answer.
-        self.tables
-            .lock()
-            .map_err(|_| StoreError::permanent(Message("the map store's lock is poisoned".into())))
-    }
-
-    /// Claims the single pruner slot, or `None` if a pass runs already.
-    fn begin_prune(&self) -> Option<PruneSlot<'_>> {
-        self.pruning
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .ok()
-            .map(|_| PruneSlot(&self.pruning))
-    }
-}
-
-/// Releases the pruner slot on drop.
-struct PruneSlot<'a>(&'a AtomicBool);
-
-impl Drop for PruneSlot<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
-}
-
-impl fmt::Debug for MapStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Counts only: rows hold claim tokens, which are never printed.
-        let mut s = f.debug_struct("MapStore");
-        if let Ok(tables) = self.tables.try_lock() {
-            s.field("runs", &tables.runs.len())
-                .field("events", &tables.events.len())
-                .field("graphs", &tables.graphs.len());
-        }
-        s.finish_non_exhaustive()
-    }
-}
+pub use options::{parse_url, MapOptions, SCHEME, URL_OPTIONS};
+pub use store::MapStore;
+pub use testing::MapHarness;

@@ -1,4 +1,4 @@
-//! The rows the store keeps, and how it renders all of them for the harness.
+//! The rows the store keeps — its schema — and how it renders all of them for the harness.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,7 +9,7 @@ use docket_core::model::{
 use docket_core::ops::{OperationId, SessionId};
 use docket_core::store::StoreError;
 
-use crate::operation_rows::{OperationRow, OwnerRow};
+use crate::ops::rows::{OperationRow, OwnerRow};
 
 /// Everything stored.
 #[derive(Debug, Default)]

@@ -8,7 +8,8 @@ use docket_conformance::{Capabilities, Harness};
 use docket_core::model::{GraphRef, OwnerScope, RunId};
 use docket_core::store::{Backend, StoreError};
 
-use crate::MapStore;
+use crate::store::MapStore;
+use crate::wakeups;
 
 /// Text no decoder accepts.
 const GARBAGE: &str = "{\"truncated";
@@ -28,7 +29,7 @@ impl Harness for MapHarness {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            wakeups: false,
+            wakeups: wakeups::OFFERED,
             ops_registry: true,
         }
     }

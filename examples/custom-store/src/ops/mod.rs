@@ -6,7 +6,11 @@
 //! Nothing is decided here that the rules decide: a refused call has written nothing
 //! because every check runs before the first write.
 //!
-//! The store sends no wake hints, so the completion watch polls.
+//! The store sends no wake hints (see `wakeups.rs`), so the completion watch polls.
+//!
+//! `rows.rs` holds the tables' registry rows and their strict decoding.
+
+pub(crate) mod rows;
 
 use async_trait::async_trait;
 use docket_core::model::Timestamp;
@@ -16,9 +20,9 @@ use docket_core::ops::{
     OperationQuery, OperationSpec, OperationTransition, OpsError, OpsLifecycleRegistry, SessionId,
 };
 
-use crate::operation_rows::{from_row, to_row, OwnerRow};
+use crate::store::MapStore;
 use crate::tables::Tables;
-use crate::MapStore;
+use rows::{from_row, to_row, OwnerRow};
 
 impl Tables {
     fn owner_row(&self, owner: &SessionId) -> OwnerRow {

@@ -10,6 +10,8 @@ use docket_core::ops::{
     OpsError, SessionId,
 };
 
+use crate::error::unencodable_operation;
+
 /// One owner.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct OwnerRow {
@@ -49,10 +51,6 @@ impl OperationRow {
     }
 }
 
-fn unencodable(error: serde_json::Error) -> OpsError {
-    OpsError::invalid_argument(format!("cannot be encoded: {error}"))
-}
-
 /// The row of a record.
 pub(crate) fn to_row(record: &OperationLifecycleSnapshot) -> Result<OperationRow, OpsError> {
     Ok(OperationRow {
@@ -64,7 +62,7 @@ pub(crate) fn to_row(record: &OperationLifecycleSnapshot) -> Result<OperationRow
             .as_ref()
             .map(serde_json::to_string)
             .transpose()
-            .map_err(unencodable)?,
+            .map_err(|e| unencodable_operation(&e))?,
         status: record.status.as_str().to_owned(),
         progress_count: record.progress_count,
         outcome_json: record
@@ -72,7 +70,7 @@ pub(crate) fn to_row(record: &OperationLifecycleSnapshot) -> Result<OperationRow
             .as_ref()
             .map(serde_json::to_string)
             .transpose()
-            .map_err(unencodable)?,
+            .map_err(|e| unencodable_operation(&e))?,
         completion_seq: record.completion_seq.map(CompletionSeq::get),
         created_at: record.created_at.as_micros(),
         started_at: record.started_at.map(Timestamp::as_micros),
