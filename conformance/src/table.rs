@@ -163,6 +163,12 @@ macro_rules! __case_table {
                 retry_poisoned_is_scoped_to_the_owner,
                 retry_poisoned_of_an_unknown_run_is_not_found,
             }
+            batches {
+                a_batch_commits_every_winner_under_its_own_fences,
+                losers_in_a_batch_fail_alone_and_write_nothing,
+                members_of_one_run_chain_like_consecutive_calls,
+                an_empty_batch_changes_nothing,
+            }
             scopes {
                 a_tenants_run_is_visible_to_its_owner_and_the_system_only,
                 a_tenantless_run_is_invisible_to_tenants,

@@ -30,7 +30,9 @@ use docket_core::model::{
     OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp, MAX_PAGE_LIMIT,
 };
 use docket_core::store::rules::queries::{graph_version_page, run_page};
+use docket_core::store::layer::commit_each;
 use docket_core::store::{
+    BatchedCommit,
     AbandonMode, AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit,
     GraphStore, Layered, PrunePolicy, PruneReport, RunStore, StoreError, StoreErrorKind,
     StoreLayer,
@@ -131,6 +133,13 @@ impl TokenBlindStore {
 impl StoreLayer for TokenBlindStore {
     fn inner(&self) -> &dyn Backend {
         &self.inner
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        commit_each(self, commits).await
     }
 
     async fn commit_claimed(

@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use docket::core::memory::MemoryStore;
 use docket::core::model::{Event, Run, Scope};
+use docket::core::store::layer::commit_each;
 use docket::core::store::{
+    BatchedCommit,
     Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, RunStore, StoreError, StoreLayer,
 };
 use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport};
@@ -269,6 +271,13 @@ struct Faulty {
 impl StoreLayer for Faulty {
     fn inner(&self) -> &dyn Backend {
         &self.inner
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        commit_each(self, commits).await
     }
 
     async fn commit_claimed(

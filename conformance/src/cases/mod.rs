@@ -6,6 +6,7 @@
 mod prelude;
 
 pub mod bad_input;
+pub mod batches;
 pub mod claims;
 pub mod drains;
 pub mod events;

@@ -14,7 +14,9 @@ use hdrhistogram::Histogram;
 use tokio::sync::Semaphore;
 
 use docket_core::model::{Event, Run, RunId, Scope};
-use docket_core::store::{Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, StoreError, StoreLayer};
+use docket_core::store::{
+    Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit, StoreError, StoreLayer,
+};
 
 use super::driver::{histogram, record};
 
@@ -73,6 +75,20 @@ impl Probe {
     }
 }
 
+impl Probe {
+    /// Counts a committed run that reached a terminal status.
+    fn count_finished(&self, run: &Run) {
+        if run.status.is_terminal() {
+            let at = Instant::now();
+            if let Ok(mut times) = self.finished_at.lock() {
+                times.push(at);
+            }
+            self.finished.fetch_add(1, Ordering::SeqCst);
+            self.backlog.add_permits(1);
+        }
+    }
+}
+
 #[async_trait]
 impl StoreLayer for Probe {
     fn inner(&self) -> &dyn Backend {
@@ -86,15 +102,20 @@ impl StoreLayer for Probe {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         let run = self.inner.commit_claimed(scope, proposal, events).await?;
-        if run.status.is_terminal() {
-            let at = Instant::now();
-            if let Ok(mut times) = self.finished_at.lock() {
-                times.push(at);
-            }
-            self.finished.fetch_add(1, Ordering::SeqCst);
-            self.backlog.add_permits(1);
-        }
+        self.count_finished(&run);
         Ok(run)
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        // The whole batch goes to the store as one, as it would without the probe.
+        let outcomes = self.inner.commit_claimed_batch(commits).await;
+        for run in outcomes.iter().flatten() {
+            self.count_finished(run);
+        }
+        outcomes
     }
 
     async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {

@@ -1,6 +1,6 @@
 //! The data-only proposals of the three transitions (`docs/storage-contract.md`, “Transitions”).
 
-use crate::model::{CheckpointType, ClaimToken, Run, Timestamp};
+use crate::model::{CheckpointType, ClaimToken, Event, Run, Scope, Timestamp};
 
 use super::schedule::{ClaimedSchedule, ReleaseWake};
 
@@ -32,6 +32,18 @@ pub struct ClaimedCommit {
     pub schedule: ClaimedSchedule,
     /// The caller's clock: re-stamps `claimed_at` (retain) or sets an immediate wake.
     pub now: Timestamp,
+}
+
+/// One member of [`crate::store::RunStore::commit_claimed_batch`]: a claimed commit with the
+/// scope it is made in and the events it appends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchedCommit {
+    /// The scope of the commit (the vehicle's owner scope, or system).
+    pub scope: Scope,
+    /// The fenced proposal.
+    pub proposal: ClaimedCommit,
+    /// The moment's events, as for `commit_claimed`.
+    pub events: Vec<Event>,
 }
 
 /// `commit_unclaimed`: a signal's optimistic commit; always releases any claim.

@@ -31,7 +31,7 @@ use crate::ops::OpsLifecycleRegistry;
 
 use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy};
 use super::error::StoreError;
-use super::proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
+use super::proposal::{BatchedCommit, ClaimedCommit, InitProposal, UnclaimedCommit};
 use super::prune::{PrunePolicy, PruneReport};
 
 /// A stream of "something may have become due" hints. Polling stays the correctness
@@ -76,6 +76,42 @@ pub trait RunStore: Send + Sync + Debug + 'static {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError>;
+
+    /// Commits several claimed moments as one batch — for a store, one transaction, statement
+    /// or round trip where it can — while every member keeps its own double fence.
+    ///
+    /// The answer has one outcome per member, in order, and each is exactly what
+    /// [`RunStore::commit_claimed`] would have answered for that member had the members been
+    /// committed one after another in order (so two members of one run chain like two
+    /// calls). A member that fails — fence lost, invalid, conflicting events — fails alone: it
+    /// writes nothing, and never changes, delays or reorders its neighbours' outcomes. When
+    /// the batch fails as a whole before its outcome is known (a connection lost during the
+    /// final commit), every member that may have landed is `Ambiguous`, resolved by the
+    /// caller's re-read as for a single commit.
+    ///
+    /// The default commits the members one by one with [`RunStore::commit_claimed`], so a
+    /// store gains nothing from overriding it unless it can share one durable write between
+    /// members. The engine's group commit (`docs/engine.md`, “Group commit”) calls it with
+    /// whatever commits are waiting.
+    ///
+    /// # Errors
+    /// None for the call itself: each member's outcome carries its own error.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe, like every write: a dropped batch may have committed any prefix of
+    /// its winners.
+    async fn commit_claimed_batch(&self, commits: Vec<BatchedCommit>) -> Vec<Result<Run, StoreError>> {
+        let mut outcomes = Vec::with_capacity(commits.len());
+        for BatchedCommit {
+            scope,
+            proposal,
+            events,
+        } in commits
+        {
+            outcomes.push(self.commit_claimed(&scope, proposal, events).await);
+        }
+        outcomes
+    }
 
     /// Commits a signal's moment under an optimistic `checkpoint_seq` CAS; always releases any
     /// claim (fencing out an in-flight holder) and resets counters and poison.

@@ -10,7 +10,9 @@ use async_trait::async_trait;
 
 use docket_core::memory::MemoryStore;
 use docket_core::model::{Event, Run, RunId, Scope};
+use docket_core::store::layer::commit_each;
 use docket_core::store::{
+    BatchedCommit,
     Backend, ClaimedCommit, InitProposal, Layered, ReleaseWake, RunStore, StoreError, StoreLayer,
     UnclaimedCommit,
 };
@@ -80,6 +82,13 @@ impl StoreLayer for Scripted {
     ) -> Result<Run, StoreError> {
         self.initializes.fetch_add(1, Ordering::SeqCst);
         self.inner.initialize(owner, proposal, events).await
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        commit_each(self, commits).await
     }
 
     async fn commit_claimed(

@@ -70,6 +70,9 @@ pub struct WorkerConfig {
     pub max_supersteps: Option<u64>,
     /// Per-drain budget. Default 100 moments / 3 s.
     pub drain_budget: DrainBudget,
+    /// Most claimed commits sent to the store as one batch by group commit
+    /// (`docs/engine.md`, “Group commit”). Default 64; `1` sends every commit alone.
+    pub max_commit_batch: usize,
     /// Base delay of an abandoned claim's wake. Default 30 s.
     pub abandon_backoff_ms: u64,
     /// Cap of the exponential host-incompatibility backoff. Default 1 h.
@@ -98,6 +101,7 @@ impl Default for WorkerConfig {
             max_attempt_elapsed_ms: 2_000,
             max_supersteps: Some(DEFAULT_MAX_SUPERSTEPS),
             drain_budget: DrainBudget::default(),
+            max_commit_batch: 64,
             abandon_backoff_ms: 30_000,
             abandon_backoff_cap_ms: 3_600_000,
             max_claim_abandons: 5,
@@ -169,6 +173,7 @@ impl WorkerConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let mut p = Problems(Vec::new());
         p.positive("concurrency", self.concurrency as u64);
+        p.positive("max_commit_batch", self.max_commit_batch as u64);
         p.positive("poll_interval_ms", self.poll_interval_ms);
         p.positive("orphan_ttl_ms", self.orphan_ttl_ms);
         p.positive("max_claim_attempts", u64::from(self.max_claim_attempts));

@@ -24,6 +24,7 @@ mod compiler;
 mod config;
 mod dispatcher;
 mod drain_runs;
+mod group_commit;
 mod idle;
 mod outcome;
 mod pruner;
@@ -39,7 +40,9 @@ use docket_core::lifecycle::{CheckpointObserver, Lifecycle};
 use docket_core::model::{Clock, SystemClock};
 use docket_core::node::NodeRegistry;
 use docket_core::runtime::{IdGenerator, RandomIds, RuntimeConfig};
-use docket_core::store::Backend;
+use docket_core::store::{Backend, Layered};
+
+use group_commit::GroupCommit;
 
 pub use admission::AdmissionPhase;
 pub use cache::{CacheLookup, GraphCache};
@@ -256,9 +259,18 @@ impl EngineBuilder {
             .map_err(|e| runtime_error("max_attempt_elapsed_ms", e))?
             .with_max_supersteps(self.config.max_supersteps)
             .map_err(|e| runtime_error("max_supersteps", e))?;
+        // Vehicles commit through group commit; everything else passes through it unchanged.
+        let backend: Arc<dyn Backend> = if self.config.max_commit_batch > 1 {
+            Arc::new(Layered(GroupCommit::new(
+                self.backend,
+                self.config.max_commit_batch,
+            )))
+        } else {
+            self.backend
+        };
         Ok(Engine {
             inner: Arc::new(EngineInner {
-                backend: self.backend,
+                backend,
                 nodes: self.nodes,
                 cache: GraphCache::new(self.config.incompatible_ttl_ms),
                 config: self.config,

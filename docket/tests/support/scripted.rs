@@ -12,7 +12,9 @@ use tokio::sync::Semaphore;
 use docket::core::graph::GraphDocument;
 use docket::core::memory::MemoryStore;
 use docket::core::model::{ClaimToken, Event, GraphRef, OwnerScope, Run, RunId, Scope, Timestamp};
+use docket::core::store::layer::commit_each;
 use docket::core::store::{
+    BatchedCommit,
     Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore, Layered, Message, RunStore,
     StoreError, StoreLayer,
 };
@@ -115,6 +117,13 @@ impl Scripted {
 impl StoreLayer for Scripted {
     fn inner(&self) -> &dyn Backend {
         &self.inner
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        commit_each(self, commits).await
     }
 
     async fn commit_claimed(

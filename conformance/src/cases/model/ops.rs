@@ -99,6 +99,14 @@ pub enum Op {
         /// Scope index (0 system, 1 tenantless, 2 `a`, 3 `b`).
         scope: u8,
     },
+    /// Claimed commits sent as one `commit_claimed_batch`; the model commits them one by one
+    /// in order. Each member is `(run, token, seq, to, schedule, scope)` as in [`Op::Commit`],
+    /// its proposal built from the state before the batch (so a second member of one run
+    /// presents a base the first may have moved).
+    Batch {
+        /// The members, in order.
+        members: Vec<(u8, Tok, Seq, RunStatus, Sched, u8)>,
+    },
     /// A signal (unclaimed commit) moving `run` to `to`; running resolves open interrupts.
     Signal {
         /// Target run.
@@ -213,6 +221,8 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (run(), tok(), seq(), status(), sched(), scope()).prop_map(
             |(run, token, seq, to, schedule, scope)| Op::Commit { run, token, seq, to, schedule, scope }
         ),
+        2 => prop::collection::vec((run(), tok(), seq(), status(), sched(), scope()), 0..5)
+            .prop_map(|members| Op::Batch { members }),
         2 => (run(), seq(), status(), sched(), scope())
             .prop_map(|(run, seq, to, wake, scope)| Op::Signal { run, seq, to, wake, scope }),
         2 => (

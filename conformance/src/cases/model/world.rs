@@ -12,7 +12,7 @@ use docket_core::model::{
 };
 use docket_core::runtime::Moment;
 use docket_core::store::{
-    AbandonBackoff, AbandonMode, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedSchedule,
+    AbandonBackoff, AbandonMode, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedSchedule,
     PrunePolicy, ReleaseWake, RunStore, StoreError,
 };
 
@@ -250,6 +250,41 @@ impl World {
                     .commit_claimed(&scope(s), pb, moment.events.clone())
                     .await;
                 same("commit_claimed", &a, &b)
+            }
+            Op::Batch { ref members } => {
+                let mut batch = Vec::with_capacity(members.len());
+                let mut singles = Vec::with_capacity(members.len());
+                for &(run, token, seq, to, schedule, s) in members {
+                    let (ta, tb) = self.token(run, token);
+                    let (moment, expected) = self.proposal(run, seq, to).await;
+                    let schedule = self.claimed_schedule(schedule, &moment);
+                    let mut pa = with_schedule(claimed_commit(&moment, &ta, now), schedule);
+                    pa.expected_seq = expected;
+                    let mut pb = pa.clone();
+                    pb.claim_token = tb;
+                    batch.push(BatchedCommit {
+                        scope: scope(s),
+                        proposal: pa,
+                        events: moment.events.clone(),
+                    });
+                    singles.push((scope(s), pb, moment.events));
+                }
+                let a = sut.commit_claimed_batch(batch).await;
+                let mut b = Vec::with_capacity(singles.len());
+                for (s, proposal, events) in singles {
+                    b.push(model.commit_claimed(&s, proposal, events).await);
+                }
+                if a.len() != b.len() {
+                    return Err(format!(
+                        "commit_claimed_batch: {} outcomes for {} members",
+                        a.len(),
+                        b.len()
+                    ));
+                }
+                for (i, (a, b)) in a.iter().zip(&b).enumerate() {
+                    same(&format!("commit_claimed_batch member {i}"), a, b)?;
+                }
+                Ok(())
             }
             Op::Signal {
                 run,

@@ -11,7 +11,7 @@ use crate::model::{
 use crate::ops::OpsLifecycleRegistry;
 use crate::store::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy};
 use crate::store::error::StoreError;
-use crate::store::proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
+use crate::store::proposal::{BatchedCommit, ClaimedCommit, InitProposal, UnclaimedCommit};
 use crate::store::prune::{PrunePolicy, PruneReport};
 use crate::store::traits::{GraphStore, RunStore, Wakeups};
 
@@ -35,6 +35,13 @@ impl<L: StoreLayer> RunStore for Layered<L> {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         StoreLayer::commit_claimed(&self.0, scope, proposal, events).await
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        StoreLayer::commit_claimed_batch(&self.0, commits).await
     }
 
     async fn commit_unclaimed(

@@ -64,7 +64,7 @@ use crate::model::{
 
 use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy};
 use super::error::StoreError;
-use super::proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
+use super::proposal::{BatchedCommit, ClaimedCommit, InitProposal, UnclaimedCommit};
 use super::prune::{PrunePolicy, PruneReport};
 use super::traits::{Backend, Wakeups};
 #[cfg(doc)]
@@ -76,6 +76,25 @@ use crate::ops::{
 
 mod forward;
 mod ops;
+
+/// Commits `commits` one by one through `layer`'s own [`StoreLayer::commit_claimed`]: the
+/// [`StoreLayer::commit_claimed_batch`] of a layer that intercepts claimed commits, so that
+/// batched commits meet its interception too.
+pub async fn commit_each<L: StoreLayer + ?Sized>(
+    layer: &L,
+    commits: Vec<BatchedCommit>,
+) -> Vec<Result<Run, StoreError>> {
+    let mut outcomes = Vec::with_capacity(commits.len());
+    for BatchedCommit {
+        scope,
+        proposal,
+        events,
+    } in commits
+    {
+        outcomes.push(layer.commit_claimed(&scope, proposal, events).await);
+    }
+    outcomes
+}
 #[cfg(test)]
 mod tests;
 
@@ -114,6 +133,19 @@ pub trait StoreLayer: Send + Sync + Debug + 'static {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         self.inner().commit_claimed(scope, proposal, events).await
+    }
+
+    /// See [`RunStore::commit_claimed_batch`]. The default hands the whole batch to the inner
+    /// store, so batching survives layering; a layer that overrides
+    /// [`StoreLayer::commit_claimed`] must override this too, or batched commits pass it by.
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        self.inner().commit_claimed_batch(commits).await
     }
 
     /// See [`RunStore::commit_unclaimed`].

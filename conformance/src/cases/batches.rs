@@ -1,0 +1,159 @@
+//! `commit_claimed_batch` (`docs/storage-contract.md`, “Batched commits”): every member keeps
+//! its own double fence and gets its own outcome; a loser fails alone and writes nothing;
+//! members of one run chain like consecutive calls. The model family compares random batches
+//! with one-by-one commits on the memory store.
+
+use docket_core::store::BatchedCommit;
+
+use crate::cases::prelude::*;
+
+/// Publishes the tiny graph, starts `ids` at `t(0)` and claims them all at `t(10)`.
+async fn claimed_runs(env: &Env<'_>, ids: &[&str]) -> Vec<(Run, ClaimLease)> {
+    let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
+    let mut runs = Vec::new();
+    for id in ids {
+        runs.push(env.start(&graph, id, t(0)).await);
+    }
+    let limit = u32::try_from(ids.len()).expect("a few runs");
+    let batch = env.claim_all(&claim_policy(t(10), limit)).await;
+    assert_eq!(batch.leases.len(), ids.len(), "every run is claimed");
+    runs.into_iter()
+        .map(|run| {
+            let lease = batch
+                .leases
+                .iter()
+                .find(|l| l.run_id == run.id)
+                .cloned()
+                .expect("a lease for every run");
+            (run, lease)
+        })
+        .collect()
+}
+
+/// A member moving `run` to running at `now` under `token`, building on `run`'s seq.
+fn member(run: &Run, token: &ClaimToken, now: Timestamp) -> BatchedCommit {
+    let moment = moment_to(run, RunStatus::Running, now);
+    BatchedCommit {
+        scope: Scope::System,
+        proposal: claimed_commit(&moment, token, now),
+        events: moment.events,
+    }
+}
+
+/// Everything a reader can see of one run: document, operational projection, events.
+async fn observed(env: &Env<'_>, id: &RunId) -> (Run, RunInfo, Vec<Event>) {
+    (
+        env.fetch(id).await,
+        env.inspect(id).await,
+        env.all_events(id).await,
+    )
+}
+
+/// A batch of winners commits each one, each under its own claim, in member order.
+pub async fn a_batch_commits_every_winner_under_its_own_fences(env: &Env<'_>) {
+    let claimed = claimed_runs(env, &["b1", "b2", "b3"]).await;
+    let members = claimed
+        .iter()
+        .map(|(run, lease)| member(run, &lease.claim_token, t(20)))
+        .collect();
+    let outcomes = env.store().commit_claimed_batch(members).await;
+    assert_eq!(outcomes.len(), 3);
+    for ((run, _), outcome) in claimed.iter().zip(outcomes) {
+        let committed = ok(outcome, "a winning member");
+        assert_eq!(committed.id, run.id, "outcomes follow member order");
+        assert_eq!(committed.checkpoint_seq, run.checkpoint_seq + 1);
+        let info = env.inspect(&run.id).await;
+        assert_eq!(info.run, committed);
+        assert_eq!(
+            (info.claimed_at, info.wake_at),
+            (Some(t(20)), None),
+            "the claim is kept and re-stamped"
+        );
+    }
+}
+
+/// Losers — a stale seq, a foreign token, a run outside the scope — fail alone with the error
+/// a single commit would get, write nothing, and leave the winners between them committed.
+pub async fn losers_in_a_batch_fail_alone_and_write_nothing(env: &Env<'_>) {
+    let claimed = claimed_runs(env, &["w1", "stale", "foreign", "hidden", "w2"]).await;
+    // `stale` moves on before the batch, so its member presents a base it has left.
+    let (stale, stale_lease) = &claimed[1];
+    env.commit_to(stale_lease, stale, RunStatus::Running, t(15))
+        .await;
+    let before: Vec<_> = {
+        let mut seen = Vec::new();
+        for (run, _) in &claimed {
+            seen.push(observed(env, &run.id).await);
+        }
+        seen
+    };
+    let mut members: Vec<BatchedCommit> = claimed
+        .iter()
+        .map(|(run, lease)| member(run, &lease.claim_token, t(20)))
+        .collect();
+    members[2].proposal.claim_token = ClaimToken::mint();
+    members[3].scope = tenant_scope("a");
+    let outcomes = env.store().commit_claimed_batch(members).await;
+    let kinds: Vec<Option<K>> = outcomes
+        .iter()
+        .map(|o| o.as_ref().err().map(StoreError::kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            None,
+            Some(K::StaleCheckpoint),
+            Some(K::StaleCheckpoint),
+            Some(K::NotFound),
+            None
+        ]
+    );
+    for (i, (run, _)) in claimed.iter().enumerate() {
+        let now = observed(env, &run.id).await;
+        if kinds[i].is_some() {
+            assert_eq!(now, before[i], "loser {} is untouched", run.id);
+        } else {
+            assert_eq!(now.0.checkpoint_seq, run.checkpoint_seq + 1, "{}", run.id);
+            assert_eq!(now.1.claimed_at, Some(t(20)), "{}", run.id);
+        }
+    }
+}
+
+/// Two members of one run chain like two calls: the second builds on the first's commit,
+/// and a third presenting the first's base again has lost the fence.
+pub async fn members_of_one_run_chain_like_consecutive_calls(env: &Env<'_>) {
+    let claimed = claimed_runs(env, &["chain"]).await;
+    let (run, lease) = &claimed[0];
+    let first = member(run, &lease.claim_token, t(20));
+    let second = member(&first.proposal.run, &lease.claim_token, t(21));
+    let replay = member(run, &lease.claim_token, t(22));
+    let outcomes = env
+        .store()
+        .commit_claimed_batch(vec![first, second, replay])
+        .await;
+    let seqs: Vec<Result<u64, K>> = outcomes
+        .iter()
+        .map(|o| o.as_ref().map(|r| r.checkpoint_seq).map_err(StoreError::kind))
+        .collect();
+    assert_eq!(
+        seqs,
+        vec![
+            Ok(run.checkpoint_seq + 1),
+            Ok(run.checkpoint_seq + 2),
+            Err(K::StaleCheckpoint)
+        ]
+    );
+    assert_eq!(
+        env.inspect(&run.id).await.run.checkpoint_seq,
+        run.checkpoint_seq + 2
+    );
+}
+
+/// An empty batch answers nothing and changes nothing.
+pub async fn an_empty_batch_changes_nothing(env: &Env<'_>) {
+    env.claimed("r1").await;
+    let before = env.snapshot().await;
+    let outcomes = env.store().commit_claimed_batch(Vec::new()).await;
+    assert!(outcomes.is_empty(), "{outcomes:?}");
+    crate::env::assert_same_bytes(&before, &env.snapshot().await, "an empty batch");
+}
