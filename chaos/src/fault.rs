@@ -114,6 +114,13 @@ pub struct FaultCounts {
     pub stalls: u64,
     /// Of the stalls, those whose claim was taken over before the deadline.
     pub stalls_taken_over: u64,
+    /// Faults injected into `commit_claimed` (decided by the commit's identity alone, so
+    /// the same seed faults the same commits on every backend).
+    pub on_commits: u64,
+    /// Faults injected into `claim_due` (decided by call count: timing-dependent).
+    pub on_claims: u64,
+    /// Faults injected into `release_claim` and `abandon_claim`.
+    pub on_handbacks: u64,
 }
 
 impl FaultCounts {
@@ -145,6 +152,9 @@ struct Counters {
     ambiguous_unsent: AtomicU64,
     stalls: AtomicU64,
     stalls_taken_over: AtomicU64,
+    on_commits: AtomicU64,
+    on_claims: AtomicU64,
+    on_handbacks: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -223,6 +233,9 @@ impl FaultLayer {
             ambiguous_unsent: c.ambiguous_unsent.load(Ordering::Relaxed),
             stalls: c.stalls.load(Ordering::Relaxed),
             stalls_taken_over: c.stalls_taken_over.load(Ordering::Relaxed),
+            on_commits: c.on_commits.load(Ordering::Relaxed),
+            on_claims: c.on_claims.load(Ordering::Relaxed),
+            on_handbacks: c.on_handbacks.load(Ordering::Relaxed),
         }
     }
 
@@ -250,6 +263,18 @@ impl FaultLayer {
     }
 
     fn decide(&self, op: Op, run: &str, seq: u64) -> Decision {
+        let decision = self.draw_decision(op, run, seq);
+        if decision != Decision::None {
+            bump(match op {
+                Op::Commit => &self.counters.on_commits,
+                Op::Claim => &self.counters.on_claims,
+                Op::Release | Op::Abandon => &self.counters.on_handbacks,
+            });
+        }
+        decision
+    }
+
+    fn draw_decision(&self, op: Op, run: &str, seq: u64) -> Decision {
         if self.healed.load(Ordering::SeqCst) {
             return Decision::None;
         }
@@ -479,3 +504,6 @@ impl StoreLayer for FaultLayer {
         result
     }
 }
+
+#[cfg(test)]
+mod tests;

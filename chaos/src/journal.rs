@@ -243,3 +243,6 @@ impl Journal {
 pub fn kind_name(kind: StoreErrorKind) -> String {
     format!("{kind:?}")
 }
+
+#[cfg(test)]
+mod tests;

@@ -367,3 +367,6 @@ fn check_effects(
     tally.redundant_executions = tally.executions.saturating_sub(tally.results_committed);
     report.effects = tally;
 }
+
+#[cfg(test)]
+mod tests;

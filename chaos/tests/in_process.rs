@@ -5,6 +5,7 @@
 //!
 //! `CHAOS_SEED=<n>` replays another seed (the default is fixed so CI is repeatable).
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use docket_chaos::{run, Outcome, Stack, Workload};
@@ -19,6 +20,21 @@ fn seed() -> u64 {
         .unwrap_or(1)
 }
 
+/// Writes the report as JSON under `target/chaos/` and returns the path.
+fn write_report(backend: &str, outcome: &Outcome) -> PathBuf {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target dir holds tmp/")
+        .join("chaos");
+    std::fs::create_dir_all(&target).expect("target/chaos");
+    let path = target.join(format!(
+        "in_process-{backend}-seed{}.json",
+        outcome.report.seed
+    ));
+    std::fs::write(&path, outcome.report.to_json()).expect("the report is written");
+    path
+}
+
 /// Runs the smoke workload on `store` and asserts the verdict.
 async fn smoke(backend: &str, store: Arc<dyn Backend>, test: &str) -> Outcome {
     let workload = Workload::smoke(backend, seed());
@@ -27,7 +43,12 @@ async fn smoke(backend: &str, store: Arc<dyn Backend>, test: &str) -> Outcome {
         .await
         .unwrap_or_else(|e| panic!("the harness failed: {e}\nreproduce with {hint}"));
     let report = &outcome.report;
-    println!("{backend}: {}", report.headline());
+    let path = write_report(backend, &outcome);
+    println!(
+        "{backend}: {} (report: {})",
+        report.headline(),
+        path.display()
+    );
     println!(
         "{backend}: {:.1} s, commits {:?}, effects {:?}, worker stats {:?}",
         outcome.elapsed.as_secs_f64(),
