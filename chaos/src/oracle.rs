@@ -4,7 +4,8 @@
 //!
 //! * the history is whole: checkpoint events carry seqs `1..=checkpoint_seq`, none twice,
 //!   none missing, event seqs contiguous (the same check `docket run verify` makes);
-//! * no node attempt result was committed twice for one task (exactly-once commit);
+//! * no node attempt result was committed twice for one task, and the store never accepted
+//!   two commits of one checkpoint seq (exactly-once commit);
 //! * every acknowledged commit is present with the content the engine proposed (every event
 //!   of the moment compares equal, canonically, with the stored one); so is every commit the
 //!   store accepted, acknowledged or not;
@@ -166,6 +167,7 @@ pub async fn check<S: RunStore + ?Sized>(
     }
     check_acks(&mut report, journal, &stored);
     check_stale(&mut report, journal);
+    check_double_landing(&mut report, journal);
     check_effects(&mut report, journal, &stored, input);
     Ok(report)
 }
@@ -320,6 +322,26 @@ fn check_stale(report: &mut Report, journal: &JournalSnapshot) {
                     attempt.run_id, attempt.expected_seq, attempt.token, token, tick, attempt.sent_tick
                 ));
             }
+        }
+    }
+}
+
+/// At most one commit may land per `(run, checkpoint seq)`: the store saying yes twice is a
+/// duplicate even when the second write happened to store identical bytes.
+fn check_double_landing(report: &mut Report, journal: &JournalSnapshot) {
+    let mut landed: BTreeMap<(&str, u64), u64> = BTreeMap::new();
+    for attempt in &journal.attempts {
+        if attempt.applied == Applied::Landed {
+            let seq = checkpoint_seq_of(&attempt.events).unwrap_or(attempt.expected_seq + 1);
+            *landed.entry((attempt.run_id.as_str(), seq)).or_default() += 1;
+        }
+    }
+    for ((run, seq), n) in landed {
+        if n > 1 {
+            report.duplicated += n - 1;
+            report.problem(format!(
+                "run {run}: the store accepted {n} commits of checkpoint {seq}"
+            ));
         }
     }
 }

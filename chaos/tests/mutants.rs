@@ -7,7 +7,9 @@
 //!   must show acknowledged commits lost;
 //! * an engine-side wrapper that retries an ambiguous commit blindly is *not* unsafe over a
 //!   double-fenced store — the retry of a landed commit is refused on the seq fence — and the
-//!   oracle says so, while its counts show the cost: landed commits nobody acknowledged.
+//!   oracle says so, while its counts show the cost: landed commits nobody acknowledged;
+//! * the same blind retry over a store without the seq fence lands commits twice, and the
+//!   oracle must say so.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use docket_chaos::workload::Wrap;
 use docket_chaos::{run, Report, Stack, Workload};
-use docket_core::memory::MemoryStore;
+use docket_core::memory::{Faults, MemoryStore};
 use docket_core::model::{ClaimToken, Event, Run, RunId, Scope};
 use docket_core::store::{
     Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, StoreError, StoreLayer,
@@ -121,8 +123,13 @@ impl StoreLayer for BlindRetry {
 
 /// The smoke workload over a fresh memory store with `stack`.
 async fn verdict(stack: Stack, test: &str) -> Report {
+    verdict_over(MemoryStore::new(), stack, test).await
+}
+
+/// The smoke workload over `store` with `stack`.
+async fn verdict_over(store: MemoryStore, stack: Stack, test: &str) -> Report {
     let workload = Workload::smoke("memory", 1);
-    let store: Arc<dyn Backend> = Arc::new(MemoryStore::new());
+    let store: Arc<dyn Backend> = Arc::new(store);
     let outcome = run(store, &workload, &stack)
         .await
         .unwrap_or_else(|e| panic!("the harness failed: {e}"));
@@ -189,5 +196,24 @@ async fn a_blind_retry_of_an_ambiguous_commit_is_fenced_and_leaves_landed_commit
         report.commits.ambiguous_resolved_by_reread < report.commits.ambiguous_landed,
         "a blind retry mostly never learns that its first try landed: {:?}",
         report.commits
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_blind_retry_over_a_store_without_the_seq_fence_is_caught_committing_twice() {
+    let stack = Stack {
+        below: None,
+        above: wrap(|inner| Arc::new(Layered(BlindRetry { inner }))),
+    };
+    let store = MemoryStore::with_faults(Faults {
+        skip_claimed_seq_fence: true,
+        ..Faults::default()
+    });
+    let report = verdict_over(store, stack, "blind retry, no seq fence").await;
+    assert!(!report.is_safe(), "the oracle passed a double landing");
+    assert!(
+        report.duplicated > 0,
+        "expected commits landed twice: {}",
+        report.to_json()
     );
 }

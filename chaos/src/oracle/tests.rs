@@ -83,3 +83,18 @@ fn the_headline_names_every_figure() {
     assert_eq!(json["stuck"], 1);
     assert_eq!(json["faults"]["stalls"], 1);
 }
+
+#[test]
+fn two_accepted_commits_of_one_checkpoint_are_a_duplicate() {
+    let mut second = landed("r", "a", 6);
+    second.reply = Reply::Error;
+    let mut other = landed("r", "a", 7);
+    other.expected_seq = 2;
+    let journal = JournalSnapshot {
+        attempts: vec![landed("r", "a", 4), second, other],
+        ..JournalSnapshot::default()
+    };
+    let mut report = Report::default();
+    check_double_landing(&mut report, &journal);
+    assert_eq!(report.duplicated, 1, "{:?}", report.problems);
+}
