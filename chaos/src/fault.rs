@@ -83,22 +83,6 @@ impl FaultPlan {
     }
 }
 
-/// The kinds of injected fault.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FaultKind {
-    /// A delay before forwarding.
-    Delay,
-    /// A retryable error, nothing forwarded.
-    ErrorBefore,
-    /// The call took effect; the caller was told `Ambiguous`.
-    AmbiguousAfter,
-    /// The call never reached the store; the caller was told `Ambiguous`.
-    AmbiguousUnsent,
-    /// A commit held until its claim was taken over.
-    Stall,
-}
-
 /// How many faults of each kind were injected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FaultCounts {

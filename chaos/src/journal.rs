@@ -96,7 +96,7 @@ pub struct Ack {
 
 /// A node side effect: one execution of a node attempt, keyed by its idempotency key.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EffectTally {
+pub struct EffectLedger {
     /// Executions per idempotency key (`"<task>:<attempt>"`).
     pub executions: HashMap<String, u64>,
 }
@@ -106,7 +106,7 @@ struct Entries {
     mints: Vec<Mint>,
     attempts: Vec<CommitAttempt>,
     acks: Vec<Ack>,
-    effects: EffectTally,
+    effects: EffectLedger,
 }
 
 /// The shared, append-only record of a chaos run. Cheap to share behind an `Arc`.
@@ -127,7 +127,7 @@ pub struct JournalSnapshot {
     /// The ack log: commits the engine acknowledged.
     pub acks: Vec<Ack>,
     /// Node side effects.
-    pub effects: EffectTally,
+    pub effects: EffectLedger,
 }
 
 impl Journal {

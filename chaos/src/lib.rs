@@ -24,7 +24,7 @@ pub mod oracle;
 pub mod report;
 pub mod workload;
 
-pub use fault::{FaultCounts, FaultKind, FaultLayer, FaultPlan};
+pub use fault::{FaultCounts, FaultLayer, FaultPlan};
 pub use journal::{Journal, JournalSnapshot};
 pub use oracle::{check, OracleInput};
 pub use report::Report;
