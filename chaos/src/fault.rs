@@ -1,7 +1,8 @@
 //! The fault-injecting store layer.
 //!
-//! [`FaultLayer`] wraps any [`Backend`] and, on a seeded fraction of the write calls a worker
-//! makes (`commit_claimed`, `claim_due`, `release_claim`, `abandon_claim`), does one of:
+//! [`FaultLayer`] wraps any [`Backend`] and, on a seeded fraction of the write calls workers
+//! and clients make (`commit_claimed`, `claim_due`, `release_claim`, `abandon_claim`, and the
+//! starts and signals: `initialize`, `commit_unclaimed`), does one of:
 //!
 //! * **delay** — waits a few milliseconds, then forwards the call unchanged;
 //! * **error before applying** — answers a retryable `Unavailable` without forwarding, so the
@@ -9,9 +10,9 @@
 //! * **ambiguous after applying** — forwards the call, lets it take effect, then answers
 //!   `Ambiguous` as if the reply had been lost on the way back;
 //! * **ambiguous, not applied** — answers `Ambiguous` without forwarding, as if the request
-//!   had been lost on the way out (only on commits: the caller cannot tell it from the
-//!   previous kind, which is the point);
-//! * **stall** (commits only) — holds the commit until another worker has been handed a newer
+//!   had been lost on the way out (only on the three commits: the caller cannot tell it from
+//!   the previous kind, which is the point);
+//! * **stall** (claimed commits only) — holds the commit until another worker has been handed a newer
 //!   claim on the same run (the stalled holder's claim outlived the orphan TTL and was taken
 //!   over) or a deadline passes, then forwards it: a correct store must refuse it.
 //!
@@ -32,13 +33,13 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use docket_core::model::{ClaimToken, Event, Run, RunId, Scope, Timestamp};
+use docket_core::model::{ClaimToken, Event, OwnerScope, Run, RunId, Scope, Timestamp};
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, Message,
-    StoreError, StoreLayer,
+    AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, InitProposal,
+    Message, StoreError, StoreLayer, UnclaimedCommit,
 };
 
-use crate::journal::{kind_name, token_digest, Applied, CommitAttempt, Journal, Reply};
+use crate::journal::{kind_name, token_digest, Applied, CommitAttempt, CommitKind, Journal, Reply};
 
 /// How often each fault is injected (each a probability per call, drawn once per call), and
 /// the seed every draw derives from.
@@ -101,6 +102,8 @@ pub struct FaultCounts {
     /// Faults injected into `commit_claimed` (decided by the commit's identity alone, so
     /// the same seed faults the same commits on every backend).
     pub on_commits: u64,
+    /// Faults injected into `initialize` and `commit_unclaimed` (starts and signals).
+    pub on_starts_and_signals: u64,
     /// Faults injected into `claim_due` (decided by call count: timing-dependent).
     pub on_claims: u64,
     /// Faults injected into `release_claim` and `abandon_claim`.
@@ -137,6 +140,7 @@ struct Counters {
     stalls: AtomicU64,
     stalls_taken_over: AtomicU64,
     on_commits: AtomicU64,
+    on_starts_and_signals: AtomicU64,
     on_claims: AtomicU64,
     on_handbacks: AtomicU64,
 }
@@ -159,7 +163,9 @@ enum Decision {
 /// Which operation a call is, for the draw and for the calls a fault applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Op {
+    Start,
     Commit,
+    Signal,
     Claim,
     Release,
     Abandon,
@@ -218,6 +224,7 @@ impl FaultLayer {
             stalls: c.stalls.load(Ordering::Relaxed),
             stalls_taken_over: c.stalls_taken_over.load(Ordering::Relaxed),
             on_commits: c.on_commits.load(Ordering::Relaxed),
+            on_starts_and_signals: c.on_starts_and_signals.load(Ordering::Relaxed),
             on_claims: c.on_claims.load(Ordering::Relaxed),
             on_handbacks: c.on_handbacks.load(Ordering::Relaxed),
         }
@@ -251,6 +258,7 @@ impl FaultLayer {
         if decision != Decision::None {
             bump(match op {
                 Op::Commit => &self.counters.on_commits,
+                Op::Start | Op::Signal => &self.counters.on_starts_and_signals,
                 Op::Claim => &self.counters.on_claims,
                 Op::Release | Op::Abandon => &self.counters.on_handbacks,
             });
@@ -265,6 +273,8 @@ impl FaultLayer {
         let (r, extra) = self.draw(op, run, seq);
         let p = &self.plan;
         let commit = op == Op::Commit;
+        // A lost request makes sense wherever the caller re-reads or retries a commit.
+        let commit_like = matches!(op, Op::Commit | Op::Start | Op::Signal);
         let mut edge = 0.0;
         let mut band = |rate: f64, applies: bool| {
             if !applies {
@@ -286,7 +296,7 @@ impl FaultLayer {
         if band(p.ambiguous_after, true) {
             return Decision::AmbiguousAfter;
         }
-        if band(p.ambiguous_unsent, commit) {
+        if band(p.ambiguous_unsent, commit_like) {
             return Decision::AmbiguousUnsent;
         }
         if band(p.error_before, true) {
@@ -330,29 +340,81 @@ impl FaultLayer {
         )))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn journal_commit(
+    /// Runs one commit call through the faults: draws, stalls (claimed commits only), injects,
+    /// forwards with `forward`, and journals what the store did and what the caller heard.
+    async fn commit_through<F, Fut>(
         &self,
-        run_id: &RunId,
-        expected_seq: u64,
-        token: String,
+        call: CommitCall,
         events: Vec<Event>,
-        sent_tick: u64,
-        applied: Applied,
-        refused_with: Option<String>,
-        reply: Reply,
-    ) {
-        self.journal.record_attempt(CommitAttempt {
-            run_id: run_id.as_str().to_owned(),
-            expected_seq,
-            token,
-            events,
-            sent_tick,
-            applied,
-            refused_with,
-            reply,
-        });
+        forward: F,
+    ) -> Result<Run, StoreError>
+    where
+        F: FnOnce(Vec<Event>) -> Fut + Send,
+        Fut: std::future::Future<Output = Result<Run, StoreError>> + Send,
+    {
+        let decision = self.decide(call.op, call.run_id.as_str(), call.expected_seq);
+        if decision == Decision::Stall {
+            let since = self.journal.tick();
+            let deadline =
+                tokio::time::Instant::now() + Duration::from_millis(self.plan.stall_deadline_ms);
+            if self
+                .journal
+                .await_steal(&call.run_id, &call.token, since, deadline)
+                .await
+            {
+                bump(&self.counters.stalls_taken_over);
+            }
+        }
+        let journal = |events, sent_tick, applied, refused_with, reply| {
+            self.journal.record_attempt(CommitAttempt {
+                kind: call.kind,
+                run_id: call.run_id.as_str().to_owned(),
+                expected_seq: call.expected_seq,
+                token: call.token.clone(),
+                events,
+                sent_tick,
+                applied,
+                refused_with,
+                reply,
+            });
+        };
+        if let Some(error) = self.before(decision, call.op).await {
+            let reply = if matches!(error, StoreError::Ambiguous { .. }) {
+                Reply::Ambiguous
+            } else {
+                Reply::Error
+            };
+            journal(events, self.journal.tick(), Applied::NotSent, None, reply);
+            return Err(error);
+        }
+        let sent_tick = self.journal.tick();
+        let result = forward(events.clone()).await;
+        let (applied, refused_with) = match &result {
+            Ok(_) => (Applied::Landed, None),
+            Err(error) => (Applied::Refused, Some(kind_name(error.kind()))),
+        };
+        // A lost reply hides a refusal as well as an acceptance: both are ambiguous.
+        let result = match (decision, result) {
+            (Decision::AmbiguousAfter, _) => Err(self.lost_reply(call.op)),
+            (_, result) => result,
+        };
+        let reply = match &result {
+            Ok(_) => Reply::Ok,
+            Err(StoreError::Ambiguous { .. }) => Reply::Ambiguous,
+            Err(_) => Reply::Error,
+        };
+        journal(events, sent_tick, applied, refused_with, reply);
+        result
     }
+}
+
+/// The identity of one commit call.
+struct CommitCall {
+    op: Op,
+    kind: CommitKind,
+    run_id: RunId,
+    expected_seq: u64,
+    token: String,
 }
 
 #[async_trait]
@@ -361,77 +423,63 @@ impl StoreLayer for FaultLayer {
         self.inner.as_ref()
     }
 
+    async fn initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        let call = CommitCall {
+            op: Op::Start,
+            kind: CommitKind::Initialize,
+            run_id: proposal.run.id.clone(),
+            expected_seq: 0,
+            token: String::new(),
+        };
+        self.commit_through(call, events, |events| {
+            self.inner.initialize(owner, proposal, events)
+        })
+        .await
+    }
+
     async fn commit_claimed(
         &self,
         scope: &Scope,
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let run_id = proposal.run.id.clone();
-        let expected_seq = proposal.expected_seq;
-        let token = token_digest(&proposal.claim_token);
-        let decision = self.decide(Op::Commit, run_id.as_str(), expected_seq);
-        if decision == Decision::Stall {
-            let since = self.journal.tick();
-            let deadline =
-                tokio::time::Instant::now() + Duration::from_millis(self.plan.stall_deadline_ms);
-            if self
-                .journal
-                .await_steal(&run_id, &token, since, deadline)
-                .await
-            {
-                bump(&self.counters.stalls_taken_over);
-            }
-        }
-        if let Some(error) = self.before(decision, Op::Commit).await {
-            let reply = if matches!(error, StoreError::Ambiguous { .. }) {
-                Reply::Ambiguous
-            } else {
-                Reply::Error
-            };
-            let tick = self.journal.tick();
-            self.journal_commit(
-                &run_id,
-                expected_seq,
-                token,
-                events,
-                tick,
-                Applied::NotSent,
-                None,
-                reply,
-            );
-            return Err(error);
-        }
-        let sent_tick = self.journal.tick();
-        let result = self
-            .inner
-            .commit_claimed(scope, proposal, events.clone())
-            .await;
-        let (applied, refused_with) = match &result {
-            Ok(_) => (Applied::Landed, None),
-            Err(error) => (Applied::Refused, Some(kind_name(error.kind()))),
+        let call = CommitCall {
+            op: Op::Commit,
+            kind: CommitKind::Claimed,
+            run_id: proposal.run.id.clone(),
+            expected_seq: proposal.expected_seq,
+            token: token_digest(&proposal.claim_token),
         };
-        // A lost reply hides a refusal as well as an acceptance: both are ambiguous.
-        let result = match (decision, result) {
-            (Decision::AmbiguousAfter, _) => Err(self.lost_reply(Op::Commit)),
-            (_, result) => result,
-        };
-        let reply = match &result {
-            Ok(_) => Reply::Ok,
-            Err(StoreError::Ambiguous { .. }) => Reply::Ambiguous,
-            Err(_) => Reply::Error,
-        };
-        self.journal_commit(
-            &run_id,
+        self.commit_through(call, events, |events| {
+            self.inner.commit_claimed(scope, proposal, events)
+        })
+        .await
+    }
+
+    async fn commit_unclaimed(
+        &self,
+        scope: &Scope,
+        expected_seq: u64,
+        proposal: UnclaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        let call = CommitCall {
+            op: Op::Signal,
+            kind: CommitKind::Unclaimed,
+            run_id: proposal.run.id.clone(),
             expected_seq,
-            token,
-            events,
-            sent_tick,
-            applied,
-            refused_with,
-            reply,
-        );
-        result
+            token: String::new(),
+        };
+        self.commit_through(call, events, |events| {
+            self.inner
+                .commit_unclaimed(scope, expected_seq, proposal, events)
+        })
+        .await
     }
 
     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {

@@ -47,7 +47,7 @@ pub enum Applied {
     NotSent,
 }
 
-/// The reply the caller of `commit_claimed` received from the fault layer.
+/// The reply the caller of a commit received from the fault layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
@@ -59,14 +59,29 @@ pub enum Reply {
     Error,
 }
 
-/// One `commit_claimed` call as the fault layer saw it.
+/// Which write a journalled commit was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitKind {
+    /// `initialize`: a run's first checkpoint.
+    Initialize,
+    /// `commit_claimed`: a claim holder's moment, fenced by seq and token.
+    Claimed,
+    /// `commit_unclaimed`: a signal (an interrupt resolved, a cancellation), fenced by seq.
+    Unclaimed,
+}
+
+/// One commit call (`initialize`, `commit_claimed`, `commit_unclaimed`) as the fault layer
+/// saw it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommitAttempt {
+    /// Which write.
+    pub kind: CommitKind,
     /// The run.
     pub run_id: String,
-    /// The seq the proposal builds on (it proposes `expected_seq + 1`).
+    /// The seq the proposal builds on (it proposes `expected_seq + 1`; 0 for `initialize`).
     pub expected_seq: u64,
-    /// Digest of the token the caller presented.
+    /// Digest of the token the caller presented (empty when the write carries none).
     pub token: String,
     /// The proposed events (the last is the checkpoint event).
     pub events: Vec<Event>,

@@ -35,7 +35,7 @@ use docket_core::store::rules::events::same_event;
 use docket_core::store::{RunStore, StoreError};
 
 use crate::fault::FaultCounts;
-use crate::journal::{Applied, JournalSnapshot, Reply};
+use crate::journal::{Applied, CommitKind, JournalSnapshot, Reply};
 use crate::report::{CommitTally, EffectTally, Report};
 
 /// What the oracle is told besides the store and the journal.
@@ -245,8 +245,14 @@ fn check_acks(report: &mut Report, journal: &JournalSnapshot, stored: &HashMap<S
         .iter()
         .map(|a| (a.run_id.as_str(), a.checkpoint_seq))
         .collect();
-    let mut tally = CommitTally::default();
+    let mut claimed = CommitTally::default();
+    let mut unclaimed = CommitTally::default();
     for attempt in &journal.attempts {
+        let tally = if attempt.kind == CommitKind::Claimed {
+            &mut claimed
+        } else {
+            &mut unclaimed
+        };
         tally.attempted += 1;
         let key = (
             attempt.run_id.as_str(),
@@ -291,7 +297,8 @@ fn check_acks(report: &mut Report, journal: &JournalSnapshot, stored: &HashMap<S
             ));
         }
     }
-    report.commits = tally;
+    report.commits = claimed;
+    report.starts_and_signals = unclaimed;
 }
 
 fn check_stale(report: &mut Report, journal: &JournalSnapshot) {
@@ -306,7 +313,8 @@ fn check_stale(report: &mut Report, journal: &JournalSnapshot) {
         list.sort_unstable();
     }
     for attempt in &journal.attempts {
-        if attempt.applied != Applied::Landed {
+        // Only claimed commits carry a token to be stale with.
+        if attempt.applied != Applied::Landed || attempt.kind != CommitKind::Claimed {
             continue;
         }
         let current = mints.get(attempt.run_id.as_str()).and_then(|list| {

@@ -4,10 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::fault::FaultCounts;
 
-/// What became of the claimed commits the fault layer forwarded or refused to forward.
+/// What became of the commits the fault layer forwarded or refused to forward.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitTally {
-    /// `commit_claimed` calls seen by the fault layer.
+    /// Calls seen by the fault layer.
     pub attempted: u64,
     /// Accepted by the inner store.
     pub landed: u64,
@@ -60,8 +60,12 @@ pub struct Report {
     pub poisoned_retried: u64,
     /// Injected faults by kind.
     pub faults: FaultCounts,
-    /// Claimed commits by outcome.
+    /// Claimed commits (the workers' moments) by outcome.
     pub commits: CommitTally,
+    /// Starts (`initialize`) and signals (`commit_unclaimed`) by outcome. Their callers do
+    /// not re-read: a retried start that had landed is `Conflict`, a retried signal finds the
+    /// interrupt resolved or the run cancelled.
+    pub starts_and_signals: CommitTally,
     /// Entries in the ack log (commits the engine acknowledged, initializations and signals
     /// included).
     pub acks: u64,

@@ -50,9 +50,10 @@ async fn smoke(backend: &str, store: Arc<dyn Backend>, test: &str) -> Outcome {
         path.display()
     );
     println!(
-        "{backend}: {:.1} s, commits {:?}, effects {:?}, worker stats {:?}",
+        "{backend}: {:.1} s, commits {:?}, starts and signals {:?}, effects {:?}, worker stats {:?}",
         outcome.elapsed.as_secs_f64(),
         report.commits,
+        report.starts_and_signals,
         report.effects,
         outcome.stats
     );

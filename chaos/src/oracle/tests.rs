@@ -1,6 +1,6 @@
 use super::*;
 
-use crate::journal::{CommitAttempt, Mint};
+use crate::journal::{CommitAttempt, CommitKind, Mint};
 
 fn mint(run: &str, token: &str, tick: u64) -> Mint {
     Mint {
@@ -12,6 +12,7 @@ fn mint(run: &str, token: &str, tick: u64) -> Mint {
 
 fn landed(run: &str, token: &str, sent_tick: u64) -> CommitAttempt {
     CommitAttempt {
+        kind: CommitKind::Claimed,
         run_id: run.into(),
         expected_seq: 1,
         token: token.into(),
@@ -46,14 +47,16 @@ fn a_commit_sent_after_another_token_was_minted_is_stale_and_one_sent_before_is_
 }
 
 #[test]
-fn a_refused_or_unsent_commit_is_never_stale_accepted() {
+fn a_refused_unsent_or_unclaimed_commit_is_never_stale_accepted() {
     let mut refused = landed("r", "a", 6);
     refused.applied = Applied::Refused;
     let mut unsent = landed("r", "a", 7);
     unsent.applied = Applied::NotSent;
+    let mut signal = landed("r", "", 8);
+    signal.kind = CommitKind::Unclaimed;
     let journal = JournalSnapshot {
         mints: vec![mint("r", "a", 1), mint("r", "b", 5)],
-        attempts: vec![refused, unsent],
+        attempts: vec![refused, unsent, signal],
         ..JournalSnapshot::default()
     };
     let mut report = Report::default();
