@@ -108,7 +108,8 @@ impl Report {
     }
 
     /// `runs N, faults F (delays a, errors-before b, ambiguous c, stalls d), lost 0,
-    /// duplicated 0, stale accepted 0, stuck 0`.
+    /// duplicated 0, stale accepted 0, stuck 0`, where "lost" adds [`Report::landed_missing`]
+    /// to [`Report::lost`] and "duplicated" adds [`Report::gaps`] to [`Report::duplicated`].
     #[must_use]
     pub fn headline(&self) -> String {
         let f = &self.faults;
