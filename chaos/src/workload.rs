@@ -431,12 +431,15 @@ const MAX_START_TRIES: u32 = 20;
 async fn settle(client: &Docket, store: &dyn Backend, budget: Duration) {
     let deadline = Instant::now() + budget;
     loop {
+        if Instant::now() >= deadline {
+            return;
+        }
         let Ok(open) = unfinished(store).await else {
             // A read failed (reads are not faulted, but a real store can hiccup): try again.
             tokio::time::sleep(Duration::from_millis(20)).await;
             continue;
         };
-        if open.is_empty() || Instant::now() >= deadline {
+        if open.is_empty() {
             return;
         }
         for (id, status) in open {
