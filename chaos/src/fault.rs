@@ -34,9 +34,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use docket_core::model::{ClaimToken, Event, OwnerScope, Run, RunId, Scope, Timestamp};
+use docket_core::store::layer::commit_each;
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, InitProposal,
-    Message, StoreError, StoreLayer, UnclaimedCommit,
+    AbandonOutcome, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit,
+    InitProposal, Message, StoreError, StoreLayer, UnclaimedCommit,
 };
 
 use crate::journal::{kind_name, token_digest, Applied, CommitAttempt, CommitKind, Journal, Reply};
@@ -440,6 +441,14 @@ impl StoreLayer for FaultLayer {
             self.inner.initialize(owner, proposal, events)
         })
         .await
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        // Each member meets this layer's faults, as a single commit would.
+        commit_each(self, commits).await
     }
 
     async fn commit_claimed(

@@ -19,8 +19,9 @@ use docket_chaos::workload::Wrap;
 use docket_chaos::{run, Report, Stack, Workload};
 use docket_core::memory::{Faults, MemoryStore};
 use docket_core::model::{ClaimToken, Event, Run, RunId, Scope};
+use docket_core::store::layer::commit_each;
 use docket_core::store::{
-    Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, StoreError, StoreLayer,
+    Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, StoreError, StoreLayer,
 };
 
 /// Commits with the token `claim_due` minted last for the run, whatever the caller presents.
@@ -34,6 +35,14 @@ struct TokenBlind {
 impl StoreLayer for TokenBlind {
     fn inner(&self) -> &dyn Backend {
         self.inner.as_ref()
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        // Each member meets this layer's faults, as a single commit would.
+        commit_each(self, commits).await
     }
 
     async fn commit_claimed(
@@ -76,6 +85,14 @@ impl StoreLayer for AssumeLanded {
         self.inner.as_ref()
     }
 
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        // Each member meets this layer's faults, as a single commit would.
+        commit_each(self, commits).await
+    }
+
     async fn commit_claimed(
         &self,
         scope: &Scope,
@@ -100,6 +117,14 @@ struct BlindRetry {
 impl StoreLayer for BlindRetry {
     fn inner(&self) -> &dyn Backend {
         self.inner.as_ref()
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        // Each member meets this layer's faults, as a single commit would.
+        commit_each(self, commits).await
     }
 
     async fn commit_claimed(

@@ -29,13 +29,12 @@ use docket_core::model::{
     ClaimToken, Event, GraphId, GraphRef, GraphVersion, GraphVersionPage, GraphVersionQuery,
     OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp, MAX_PAGE_LIMIT,
 };
-use docket_core::store::rules::queries::{graph_version_page, run_page};
 use docket_core::store::layer::commit_each;
+use docket_core::store::rules::queries::{graph_version_page, run_page};
 use docket_core::store::{
-    BatchedCommit,
-    AbandonMode, AbandonOutcome, AbandonPolicy, Backend, ClaimBatch, ClaimPolicy, ClaimedCommit,
-    GraphStore, Layered, PrunePolicy, PruneReport, RunStore, StoreError, StoreErrorKind,
-    StoreLayer,
+    AbandonMode, AbandonOutcome, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimPolicy,
+    ClaimedCommit, GraphStore, Layered, PrunePolicy, PruneReport, RunStore, StoreError,
+    StoreErrorKind, StoreLayer,
 };
 
 /// The mutants fail hundreds of assertions on purpose and their messages are in the report.

@@ -15,8 +15,8 @@ use docket::core::memory::MemoryStore;
 use docket::core::model::{Event, Run, Scope};
 use docket::core::store::layer::commit_each;
 use docket::core::store::{
-    BatchedCommit,
-    Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, RunStore, StoreError, StoreLayer,
+    Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, RunStore, StoreError,
+    StoreLayer,
 };
 use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport};
 

@@ -7,8 +7,9 @@ use docket_core::model::{
     GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
 };
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
-    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit,
+    GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
+    Wakeups,
 };
 
 use docket_core::ops::OpsLifecycleRegistry;
@@ -36,6 +37,13 @@ impl RunStore for PostgresStore {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         self.do_commit_claimed(scope, proposal, events).await
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        self.do_commit_claimed_batch(commits).await
     }
 
     async fn commit_unclaimed(

@@ -11,7 +11,8 @@ use docket_core::model::{Event, OwnerScope, Run, Scope};
 use docket_core::store::rules::events::StoredEvent;
 use docket_core::store::rules::transition::{allowed_from, Commit, Init};
 use docket_core::store::{
-    ClaimedCommit, ClaimedSchedule, InitProposal, StoreError, UnclaimedCommit,
+    BatchedCommit, ClaimedCommit, ClaimedSchedule, InitProposal, Message, StoreError,
+    UnclaimedCommit,
 };
 use sqlx::Row;
 
@@ -110,13 +111,48 @@ impl PostgresStore {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         let commit = Commit::claimed(proposal, &events)?;
+        let mut conn = self.conn().await?;
+        let Some(query) = self.claimed_statement(scope, &commit)? else {
+            // Nothing this store minted, or a seq no row can hold: the fence cannot match.
+            // Classify like any other zero-row commit.
+            return self
+                .classify_claimed_failure(&mut conn, scope, &commit)
+                .await;
+        };
+        match query.fetch_one(&mut conn).await {
+            Ok(row) => {
+                let updated: i64 = row.try_get("updated").map_err(error::safe)?;
+                if updated == 1 {
+                    Ok(commit.run().clone())
+                } else {
+                    self.classify_claimed_failure(&mut conn, scope, &commit)
+                        .await
+                }
+            }
+            Err(e) => match error::sqlstate(&e).as_deref() {
+                Some(EVENT_CONFLICT) => Err(StoreError::EventConflict {
+                    seq: conflict_seq(&e).unwrap_or_else(|| first_seq(commit.events())),
+                }),
+                _ => Err(error::sent(e)),
+            },
+        }
+    }
+
+    /// The one fenced statement of a claimed commit, bound; `None` when no stored row can
+    /// match it (a token this store never minted, a seq past `i64`).
+    ///
+    /// # Errors
+    /// Encoding errors of the proposed run or events.
+    fn claimed_statement<'s>(
+        &'s self,
+        scope: &Scope,
+        commit: &'s Commit,
+    ) -> Result<Option<Statement<'s>>, StoreError> {
         let Some(token) = commit.fence().token().and_then(codec::token_uuid) else {
-            // Nothing this store minted: the fence cannot match. Classify like any other
-            // zero-row commit.
-            return self.classify_claimed_failure(scope, &commit).await;
+            return Ok(None);
         };
         let Ok(expected) = i64::try_from(commit.expected_seq()) else {
-            return self.classify_claimed_failure(scope, &commit).await;
+            return Ok(None);
         };
         let run = commit.run();
         let columns = codec::encode_run(run)?;
@@ -151,56 +187,38 @@ impl PostgresStore {
             .bind(new_ops.claim_token)
             .bind(new_ops.claimed_at)
             .bind(new_ops.wake_at);
-        let query = bind_events(query, arrays)
-            .bind(now)
-            .bind(notify)
-            .bind(self.schema())
-            .bind(allowed)
-            .bind(new_ops.claim_attempts)
-            .bind(new_ops.claim_abandons)
-            .bind(new_ops.poisoned_at)
-            .bind(new_ops.poison_reason);
-        let result = {
-            let mut conn = self.conn().await?;
-            query.fetch_one(&mut conn).await
-        };
-        match result {
-            Ok(row) => {
-                let updated: i64 = row.try_get("updated").map_err(error::safe)?;
-                if updated == 1 {
-                    Ok(commit.run().clone())
-                } else {
-                    self.classify_claimed_failure(scope, &commit).await
-                }
-            }
-            Err(e) => match error::sqlstate(&e).as_deref() {
-                Some(EVENT_CONFLICT) => Err(StoreError::EventConflict {
-                    seq: conflict_seq(&e).unwrap_or_else(|| first_seq(commit.events())),
-                }),
-                _ => Err(error::sent(e)),
-            },
-        }
+        Ok(Some(
+            bind_events(query, arrays)
+                .bind(now)
+                .bind(notify)
+                .bind(self.schema())
+                .bind(allowed)
+                .bind(new_ops.claim_attempts)
+                .bind(new_ops.claim_abandons)
+                .bind(new_ops.poisoned_at)
+                .bind(new_ops.poison_reason),
+        ))
     }
 
-    /// The one diagnostic read after a zero-row claimed commit, classified by the kernel's
-    /// order: not visible → `NotFound`; then `Commit::check_head` (identity →
-    /// `InvalidTransition`; fences → `StaleCheckpoint`; status matrix → `InvalidTransition`).
+    /// The one diagnostic read after a zero-row claimed commit, on `conn` (inside the batch's
+    /// transaction for a batch member), classified by the kernel's order: not visible →
+    /// `NotFound`; then `Commit::check_head` (identity → `InvalidTransition`; fences →
+    /// `StaleCheckpoint`; status matrix → `InvalidTransition`).
     async fn classify_claimed_failure(
         &self,
+        conn: &mut sqlx::PgConnection,
         scope: &Scope,
         commit: &Commit,
     ) -> Result<Run, StoreError> {
         let (system, scope_key) = scope_binds(scope);
-        let row = {
-            let mut conn = self.conn().await?;
-            self.q(&self.sql().select_head)
-                .bind(commit.run().id.as_str())
-                .bind(system)
-                .bind(scope_key)
-                .fetch_optional(&mut conn)
-                .await
-                .map_err(error::safe)?
-        };
+        let row = self
+            .q(&self.sql().select_head)
+            .bind(commit.run().id.as_str())
+            .bind(system)
+            .bind(scope_key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(error::safe)?;
         let Some(row) = row else {
             return Err(StoreError::NotFound);
         };
@@ -209,6 +227,139 @@ impl PostgresStore {
         // Everything matches now, so the row moved and came back between the two reads:
         // this proposal did not commit.
         Err(StoreError::StaleCheckpoint)
+    }
+
+    /// `commit_claimed_batch`: the members' fenced statements in one transaction, in order —
+    /// one durable commit (one WAL flush) for the batch. A member whose statement matches no
+    /// row is classified by a read inside the same transaction, so it answers what a single
+    /// call at that point would. A member whose events conflict aborts the transaction: it
+    /// is answered `EventConflict` and the batch is sent again without it (nothing of the
+    /// aborted attempt was committed). Any other failure before `COMMIT` fails the pending
+    /// members with a retryable error (nothing committed); a lost `COMMIT` makes every
+    /// winner `Ambiguous`.
+    pub(crate) async fn do_commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        let mut outcomes: Vec<Option<Result<Run, StoreError>>> = Vec::with_capacity(commits.len());
+        let mut members: Vec<Option<(Scope, Commit)>> = Vec::with_capacity(commits.len());
+        for BatchedCommit {
+            scope,
+            proposal,
+            events,
+        } in commits
+        {
+            match Commit::claimed(proposal, &events) {
+                Ok(commit) => {
+                    members.push(Some((scope, commit)));
+                    outcomes.push(None);
+                }
+                Err(e) => {
+                    members.push(None);
+                    outcomes.push(Some(Err(e)));
+                }
+            }
+        }
+        loop {
+            match self.batch_attempt(&members).await {
+                Attempt::Settled(settled) => {
+                    for (index, outcome) in settled {
+                        outcomes[index] = Some(outcome);
+                    }
+                    break;
+                }
+                Attempt::Conflict { index, error } => {
+                    members[index] = None;
+                    outcomes[index] = Some(Err(error));
+                }
+            }
+        }
+        outcomes
+            .into_iter()
+            .map(|outcome| {
+                outcome.unwrap_or_else(|| {
+                    Err(StoreError::ambiguous(Message(
+                        "a batch member was left without an outcome".into(),
+                    )))
+                })
+            })
+            .collect()
+    }
+
+    /// One transaction over the members still in play (`Some`).
+    async fn batch_attempt(&self, members: &[Option<(Scope, Commit)>]) -> Attempt {
+        let pending = || members.iter().enumerate().filter(|(_, m)| m.is_some());
+        let fail_all = |error: StoreError| {
+            Attempt::Settled(pending().map(|(i, _)| (i, Err(error.clone()))).collect())
+        };
+        let mut conn = match self.conn().await {
+            Ok(conn) => conn,
+            Err(e) => return fail_all(e),
+        };
+        let mut tx = match self.begin(&mut conn).await {
+            Ok(tx) => tx,
+            Err(e) => return fail_all(e),
+        };
+        let mut settled = Vec::new();
+        for (index, member) in pending() {
+            let Some((scope, commit)) = member else {
+                continue;
+            };
+            let statement = match self.claimed_statement(scope, commit) {
+                Ok(statement) => statement,
+                Err(e) => {
+                    // Encoding refused before anything was sent for this member.
+                    settled.push((index, Err(e)));
+                    continue;
+                }
+            };
+            let written = match statement {
+                None => false,
+                Some(query) => match query.fetch_one(&mut tx).await {
+                    Ok(row) => match row.try_get::<i64, _>("updated") {
+                        Ok(updated) => updated == 1,
+                        Err(e) => {
+                            let _ = tx.rollback().await;
+                            return fail_all(error::safe(e));
+                        }
+                    },
+                    Err(e) if error::sqlstate(&e).as_deref() == Some(EVENT_CONFLICT) => {
+                        let _ = tx.rollback().await;
+                        return Attempt::Conflict {
+                            index,
+                            error: StoreError::EventConflict {
+                                seq: conflict_seq(&e).unwrap_or_else(|| first_seq(commit.events())),
+                            },
+                        };
+                    }
+                    Err(e) => {
+                        let _ = tx.rollback().await;
+                        return fail_all(error::safe(e));
+                    }
+                },
+            };
+            if written {
+                settled.push((index, Ok(commit.run().clone())));
+                continue;
+            }
+            match self.classify_claimed_failure(&mut tx, scope, commit).await {
+                Err(e @ (StoreError::Unavailable { .. } | StoreError::Ambiguous { .. })) => {
+                    // The read failed, and the transaction with it.
+                    let _ = tx.rollback().await;
+                    return fail_all(e);
+                }
+                outcome => settled.push((index, outcome)),
+            }
+        }
+        if let Err(e) = tx.commit().await {
+            let error = error::sent(e);
+            for (_, outcome) in &mut settled {
+                if outcome.is_ok() {
+                    *outcome = Err(error.clone());
+                }
+            }
+        }
+        Attempt::Settled(settled)
     }
 
     pub(crate) async fn do_commit_unclaimed(
@@ -323,6 +474,15 @@ impl PostgresStore {
 }
 
 /// The seq named in the DETAIL of our `DK001` error.
+/// How one transaction of a batch ended.
+enum Attempt {
+    /// Every member in play has its outcome (index into the batch).
+    Settled(Vec<(usize, Result<Run, StoreError>)>),
+    /// The member at `index` conflicts with stored events; its statement aborted the
+    /// transaction, which committed nothing.
+    Conflict { index: usize, error: StoreError },
+}
+
 fn conflict_seq(error: &sqlx::Error) -> Option<u64> {
     crate::error::DriverError::from_sqlx(error)
         .detail

@@ -7,7 +7,7 @@
 //! that reload can surface `NOSCRIPT` once more, so the runner retries a bounded number of
 //! times.
 
-use docket_core::store::StoreError;
+use docket_core::store::{Message, StoreError};
 use redis::aio::ConnectionManager;
 use redis::{ErrorKind, Script, ServerErrorKind, Value};
 
@@ -144,6 +144,69 @@ impl ScriptRunner<'_> {
                 Err(err) => return Err(map_redis_error(&err, access)),
             }
         }
+    }
+}
+
+impl ScriptRunner<'_> {
+    /// Runs `script` once per `(keys, args)` call, all in one pipeline (one round trip), and
+    /// answers one reply per call, in order. Each call is an `EVALSHA` of its own: it runs
+    /// atomically, and a failing call never stops the others.
+    ///
+    /// A connection lost before the replies arrive fails every call with the mapping of
+    /// `access` (`Ambiguous` for writes). A call answered `NOSCRIPT` did not run (the server
+    /// lost its script cache); such calls are sent again one by one, in order, through
+    /// [`ScriptRunner::run`], which loads the script first.
+    pub(crate) async fn run_pipelined(
+        &self,
+        script: &Script,
+        calls: &[(&[String], &[Vec<u8>])],
+        access: Access,
+    ) -> Vec<Result<Reply, StoreError>> {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for (keys, args) in calls {
+            let evalsha = pipe
+                .cmd("EVALSHA")
+                .arg(script.get_hash())
+                .arg(keys.len())
+                .arg(*keys);
+            for arg in *args {
+                evalsha.arg(arg.as_slice());
+            }
+        }
+        let mut conn = self.conn.clone();
+        let replies = match pipe
+            .query_async::<Vec<redis::RedisResult<Value>>>(&mut conn)
+            .await
+        {
+            Ok(replies) if replies.len() == calls.len() => replies,
+            Ok(replies) => {
+                let error = protocol(format!(
+                    "{} pipeline replies for {} script calls",
+                    replies.len(),
+                    calls.len()
+                ));
+                // Each call may or may not have run.
+                let error = match access {
+                    Access::Write => StoreError::ambiguous(Message(error.to_string())),
+                    Access::Read => error,
+                };
+                return calls.iter().map(|_| Err(error.clone())).collect();
+            }
+            Err(err) => {
+                let error = map_redis_error(&err, access);
+                return calls.iter().map(|_| Err(error.clone())).collect();
+            }
+        };
+        let mut out = Vec::with_capacity(calls.len());
+        for ((keys, args), reply) in calls.iter().zip(replies) {
+            out.push(match reply {
+                Ok(value) => Reply::from_value(value),
+                Err(err) if is_noscript(&err) => self.run(script, keys, args, access).await,
+                Err(err) => Err(map_redis_error(&err, access)),
+            });
+        }
+        out
     }
 }
 

@@ -12,8 +12,9 @@ use docket_core::model::{
 };
 use docket_core::ops::OpsLifecycleRegistry;
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
-    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit,
+    GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
+    Wakeups,
 };
 
 use crate::store::RedisStore;
@@ -36,6 +37,13 @@ impl RunStore for RedisStore {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         self.do_commit_claimed(scope, proposal, events).await
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        self.do_commit_claimed_batch(commits).await
     }
 
     async fn commit_unclaimed(

@@ -8,7 +8,9 @@
 
 use docket_core::model::{Event, OperationalState, OwnerScope, Run, RunStatus, Scope, Timestamp};
 use docket_core::store::rules::transition::{self, Commit, Init};
-use docket_core::store::{ClaimedCommit, InitProposal, StoreError, UnclaimedCommit};
+use docket_core::store::{
+    BatchedCommit, ClaimedCommit, InitProposal, Message, StoreError, UnclaimedCommit,
+};
 
 use crate::codec::{encode_event, encode_run};
 use crate::error::Access;
@@ -155,12 +157,73 @@ impl RedisStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let commit = Commit::claimed(proposal, &events)?;
+        let call = self.claimed_call(scope, proposal, &events)?;
+        let reply = self
+            .script(
+                &self.scripts().commit_claimed,
+                &call.keys,
+                &call.args,
+                Access::Write,
+            )
+            .await?;
+        expect_ok(&reply)?;
+        Ok(call.commit.run().clone())
+    }
+
+    /// `commit_claimed_batch`: every member's script call in one pipeline — one round trip
+    /// for the batch. Each script still runs atomically on its own, in member order, so a
+    /// member that fails wrote nothing and its neighbours are untouched; a connection lost
+    /// before the replies arrive is `Ambiguous` for every member that was sent.
+    pub(crate) async fn do_commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        // The stateless checks run first; a member they refuse is never sent.
+        let calls: Vec<Result<CommitCall, StoreError>> = commits
+            .into_iter()
+            .map(|c| self.claimed_call(&c.scope, c.proposal, &c.events))
+            .collect();
+        let sent: Vec<(&[String], &[Vec<u8>])> = calls
+            .iter()
+            .flatten()
+            .map(|call| (call.keys.as_slice(), call.args.as_slice()))
+            .collect();
+        let mut replies = if sent.is_empty() {
+            Vec::new()
+        } else {
+            self.runner()
+                .run_pipelined(&self.scripts().commit_claimed, &sent, Access::Write)
+                .await
+        }
+        .into_iter();
+        calls
+            .into_iter()
+            .map(|call| {
+                let call = call?;
+                let reply = replies.next().unwrap_or_else(|| {
+                    Err(StoreError::ambiguous(Message(
+                        "the pipeline answered fewer replies than it was sent".into(),
+                    )))
+                })?;
+                expect_ok(&reply)?;
+                Ok(call.commit.run().clone())
+            })
+            .collect()
+    }
+
+    /// A claimed commit ready to send: the kernel's proposal, its keys and its arguments.
+    fn claimed_call(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: &[Event],
+    ) -> Result<CommitCall, StoreError> {
+        let commit = Commit::claimed(proposal, events)?;
         let token = commit.fence().token().map_or("", |t| t.as_str());
         let params = proposed(self.wake_params(Params::new()).scope(scope), commit.run())
             .set("token", token);
-        self.commit(&self.scripts().commit_claimed, params, &commit)
-            .await
+        let (keys, args) = self.commit_call(params, &commit)?;
+        Ok(CommitCall { commit, keys, args })
     }
 
     pub(crate) async fn do_commit_unclaimed(
@@ -183,6 +246,18 @@ impl RedisStore {
         params: Params,
         commit: &Commit,
     ) -> Result<Run, StoreError> {
+        let (keys, args) = self.commit_call(params, commit)?;
+        let reply = self.script(script, &keys, &args, Access::Write).await?;
+        expect_ok(&reply)?;
+        Ok(commit.run().clone())
+    }
+
+    /// The keys and arguments of a commit script, with the parameters both commits share.
+    fn commit_call(
+        &self,
+        params: Params,
+        commit: &Commit,
+    ) -> Result<(Vec<String>, Vec<Vec<u8>>), StoreError> {
         let ops = commit.committed_state();
         let params = committed(params, &ops)
             .set("expected_seq", commit.expected_seq())
@@ -192,12 +267,15 @@ impl RedisStore {
         let run = commit.run();
         let mut args = vec![params.into_arg()];
         args.extend(document_and_events(run, commit.events())?);
-        let reply = self
-            .script(script, &self.commit_keys(run), &args, Access::Write)
-            .await?;
-        expect_ok(&reply)?;
-        Ok(run.clone())
+        Ok((self.commit_keys(run), args))
     }
+}
+
+/// A claimed commit's script call, kept with its proposal until the reply comes back.
+struct CommitCall {
+    commit: Commit,
+    keys: Vec<String>,
+    args: Vec<Vec<u8>>,
 }
 
 #[cfg(test)]

@@ -19,8 +19,9 @@ use docket_core::store::rules::queries::{
 };
 use docket_core::store::rules::transition::{Commit, Init, Planned};
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
-    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit,
+    GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
+    Wakeups,
 };
 
 use crate::sql::{immediate, snapshot};
@@ -73,6 +74,34 @@ impl RunStore for SqliteStore {
     ) -> Result<Run, StoreError> {
         self.commit(scope, Commit::claimed(proposal, &events)?)
             .await
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        if commits.is_empty() {
+            return Vec::new();
+        }
+        let count = commits.len();
+        // The stateless checks run here, on the caller's task, as for a single commit.
+        let members: Vec<transitions::BatchMember> = commits
+            .into_iter()
+            .map(|c| Commit::claimed(c.proposal, &c.events).map(|commit| (c.scope, commit)))
+            .collect();
+        let outcomes = self
+            .inner
+            .workers
+            .write(move |conn| Ok(transitions::commit_batch(conn, members)))
+            .await;
+        match outcomes {
+            Ok(outcomes) => outcomes
+                .into_iter()
+                .map(|outcome| outcome.map(|planned| self.finish(planned)))
+                .collect(),
+            // The writer never ran the job (closed or gone): nothing was written.
+            Err(error) => (0..count).map(|_| Err(error.clone())).collect(),
+        }
     }
 
     async fn commit_unclaimed(

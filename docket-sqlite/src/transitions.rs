@@ -5,13 +5,13 @@
 //! `checkpoint_seq` fence → token fence → status matrix → events), then the writes; any error
 //! rolls the transaction back.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use docket_core::model::{OwnerScope, Scope};
 use docket_core::store::rules::transition::{Commit, Init, Planned};
 use docket_core::store::StoreError;
 
-use crate::error::SqlResult;
+use crate::error::{commit_error, SqlResult};
 use crate::sql::{
     insert_events, insert_run, load_event_for_merge, load_head, run_exists, update_run,
 };
@@ -64,4 +64,51 @@ pub(crate) fn commit(
     update_run(conn, &planned.run, &planned.ops)?;
     insert_events(conn, &planned.new_events, planned.now)?;
     Ok(planned)
+}
+
+/// One member of a batch as the writer gets it: its stateless checks' verdict, or its scope
+/// and kernel proposal.
+pub(crate) type BatchMember = Result<(Scope, Commit), StoreError>;
+
+/// `commit_claimed_batch`: every member in one `BEGIN IMMEDIATE` transaction — one fsync for
+/// the whole batch — each inside its own savepoint, so a member that fails rolls back alone
+/// and its neighbours keep their writes. Members run in order, so two members of one run
+/// chain like two calls.
+///
+/// Answers one outcome per member. When the transaction cannot begin, every member gets that
+/// error (nothing was written); when the final `COMMIT` fails, every member that had
+/// succeeded inside the transaction gets the commit's error (`Ambiguous` unless SQLite
+/// reports a rollback), and the others keep their own.
+pub(crate) fn commit_batch(
+    conn: &mut Connection,
+    members: Vec<BatchMember>,
+) -> Vec<Result<Planned, StoreError>> {
+    let count = members.len();
+    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(e) => {
+            let error = crate::error::sql_error(e);
+            return (0..count).map(|_| Err(error.clone())).collect();
+        }
+    };
+    let mut outcomes = Vec::with_capacity(count);
+    for member in members {
+        let outcome = member.and_then(|(scope, proposal)| {
+            let member = tx.savepoint().sql()?;
+            // A failed member's savepoint rolls back when dropped.
+            let planned = commit(&member, &scope, proposal)?;
+            member.commit().sql()?;
+            Ok(planned)
+        });
+        outcomes.push(outcome);
+    }
+    if let Err(e) = tx.commit() {
+        let error = commit_error(e);
+        for outcome in &mut outcomes {
+            if outcome.is_ok() {
+                *outcome = Err(error.clone());
+            }
+        }
+    }
+    outcomes
 }

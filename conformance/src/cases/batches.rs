@@ -133,7 +133,11 @@ pub async fn members_of_one_run_chain_like_consecutive_calls(env: &Env<'_>) {
         .await;
     let seqs: Vec<Result<u64, K>> = outcomes
         .iter()
-        .map(|o| o.as_ref().map(|r| r.checkpoint_seq).map_err(StoreError::kind))
+        .map(|o| {
+            o.as_ref()
+                .map(|r| r.checkpoint_seq)
+                .map_err(StoreError::kind)
+        })
         .collect();
     assert_eq!(
         seqs,

@@ -100,7 +100,10 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// # Cancel safety
     /// Not cancel safe, like every write: a dropped batch may have committed any prefix of
     /// its winners.
-    async fn commit_claimed_batch(&self, commits: Vec<BatchedCommit>) -> Vec<Result<Run, StoreError>> {
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
         let mut outcomes = Vec::with_capacity(commits.len());
         for BatchedCommit {
             scope,

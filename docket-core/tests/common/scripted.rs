@@ -12,9 +12,8 @@ use docket_core::memory::MemoryStore;
 use docket_core::model::{Event, Run, RunId, Scope};
 use docket_core::store::layer::commit_each;
 use docket_core::store::{
-    BatchedCommit,
-    Backend, ClaimedCommit, InitProposal, Layered, ReleaseWake, RunStore, StoreError, StoreLayer,
-    UnclaimedCommit,
+    Backend, BatchedCommit, ClaimedCommit, InitProposal, Layered, ReleaseWake, RunStore,
+    StoreError, StoreLayer, UnclaimedCommit,
 };
 
 use super::{t, unclaimed};

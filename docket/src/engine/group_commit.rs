@@ -25,9 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use docket_core::model::{Event, Run, Scope};
-use docket_core::store::{
-    Backend, BatchedCommit, ClaimedCommit, Message, StoreError, StoreLayer,
-};
+use docket_core::store::{Backend, BatchedCommit, ClaimedCommit, Message, StoreError, StoreLayer};
 use tokio::sync::oneshot;
 
 /// A commit waiting for its batch, with the channel its outcome goes back on.

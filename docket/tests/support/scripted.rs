@@ -14,9 +14,8 @@ use docket::core::memory::MemoryStore;
 use docket::core::model::{ClaimToken, Event, GraphRef, OwnerScope, Run, RunId, Scope, Timestamp};
 use docket::core::store::layer::commit_each;
 use docket::core::store::{
-    BatchedCommit,
-    Backend, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore, Layered, Message, RunStore,
-    StoreError, StoreLayer,
+    Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore, Layered, Message,
+    RunStore, StoreError, StoreLayer,
 };
 
 /// What the next claimed commit does.

@@ -12,8 +12,8 @@ use docket_core::model::{
 };
 use docket_core::runtime::Moment;
 use docket_core::store::{
-    AbandonBackoff, AbandonMode, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedSchedule,
-    PrunePolicy, ReleaseWake, RunStore, StoreError,
+    AbandonBackoff, AbandonMode, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimPolicy,
+    ClaimedSchedule, PrunePolicy, ReleaseWake, RunStore, StoreError,
 };
 
 use super::ops::{Mode, Op, Sched, Seq, Tok, RUNS};
