@@ -39,6 +39,7 @@ fn tiny() -> BenchOptions {
         warmup: Duration::from_millis(50),
         claim_pool: 40,
         claim_batch: 4,
+        max_commit_batch: 8,
         git_commit: Some("abc1234".into()),
     }
 }

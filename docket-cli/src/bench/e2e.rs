@@ -53,6 +53,7 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<E2eResult, BenchError> {
     let docket = Docket::builder(probe.clone(), docket::nodes::registry())
         .config(WorkerConfig {
             concurrency: n,
+            max_commit_batch: ctx.options.max_commit_batch,
             ..WorkerConfig::default()
         })
         .build()?;

@@ -61,6 +61,9 @@ pub struct BenchOptions {
     pub claim_pool: usize,
     /// The larger claim limit `K` of (b). Default 10.
     pub claim_batch: u32,
+    /// The worker's `max_commit_batch` in (c): how many claimed commits group commit sends
+    /// as one store call (`1` commits each moment alone). Default: the engine's, 64.
+    pub max_commit_batch: usize,
     /// The git commit to stamp on every JSON line.
     pub git_commit: Option<String>,
 }
@@ -73,6 +76,7 @@ impl Default for BenchOptions {
             warmup: Duration::from_secs(1),
             claim_pool: 2_000,
             claim_batch: 10,
+            max_commit_batch: docket::engine::WorkerConfig::default().max_commit_batch,
             git_commit: None,
         }
     }
@@ -87,6 +91,9 @@ impl BenchOptions {
         let bad = |m: &str| Err(BenchError::Options(m.to_owned()));
         if self.concurrency == 0 || self.concurrency > 1_000 {
             return bad("concurrency must be 1..=1000");
+        }
+        if self.max_commit_batch == 0 {
+            return bad("max_commit_batch must be at least 1");
         }
         if self.duration.is_zero() {
             return bad("the measured window must be positive");

@@ -31,6 +31,10 @@ pub struct BenchArgs {
     /// The larger claim limit measured besides limit 1.
     #[arg(long, default_value_t = 10)]
     claim_batch: u32,
+    /// Most claimed commits the worker's group commit sends as one store call in the
+    /// end-to-end phase (1 commits every moment alone).
+    #[arg(long, default_value_t = 64)]
+    max_commit_batch: usize,
     /// Write one JSON object per figure to FILE (JSON lines).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -63,6 +67,7 @@ impl BenchArgs {
             warmup,
             claim_pool: self.claim_pool,
             claim_batch: self.claim_batch,
+            max_commit_batch: self.max_commit_batch,
             git_commit: self.git_commit.clone(),
         })
     }
