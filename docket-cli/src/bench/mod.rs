@@ -62,7 +62,7 @@ pub struct BenchOptions {
     /// The larger claim limit `K` of (b). Default 10.
     pub claim_batch: u32,
     /// The worker's `max_commit_batch` in (c): how many claimed commits group commit sends
-    /// as one store call (`1` commits each moment alone). Default: the engine's, 64.
+    /// as one store call (`1` commits each moment alone). Default: the engine's, 1.
     pub max_commit_batch: usize,
     /// The git commit to stamp on every JSON line.
     pub git_commit: Option<String>,

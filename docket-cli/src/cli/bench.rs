@@ -32,8 +32,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 10)]
     claim_batch: u32,
     /// Most claimed commits the worker's group commit sends as one store call in the
-    /// end-to-end phase (1 commits every moment alone).
-    #[arg(long, default_value_t = 64)]
+    /// end-to-end phase (1, the engine's default, commits every moment alone).
+    #[arg(long, default_value_t = 1)]
     max_commit_batch: usize,
     /// Write one JSON object per figure to FILE (JSON lines).
     #[arg(long, value_name = "FILE")]

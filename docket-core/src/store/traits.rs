@@ -49,6 +49,9 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// any scope. The row starts unclaimed with `wake_at = proposal.wake_at`, zero counters and
     /// no poison.
     ///
+    /// Decided by `rules::transition::Init`; checked by the conformance families `transitions`,
+    /// `events` and `scopes`.
+    ///
     /// # Errors
     /// `InvalidTransition` (malformed), `EventConflict` (contradictory duplicate events),
     /// `NotFound` (graph absent in `owner`), `Conflict` (run id taken), infrastructure errors.
@@ -66,6 +69,9 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// `rules::transition::Commit`: proposal → lookup in `scope` → immutable identity (`id`,
     /// `graph_id`, `graph_hash`, `started_at`) → `checkpoint_seq` fence → claim-token fence →
     /// status matrix → events.
+    ///
+    /// Decided by `rules::transition::Commit` (writes from `Commit::committed_state`); checked
+    /// by the conformance families `transitions`, `races` and `model`.
     ///
     /// # Errors
     /// `InvalidTransition`, `NotFound`, `StaleCheckpoint` (fence lost), `EventConflict`,
@@ -92,7 +98,9 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// The default commits the members one by one with [`RunStore::commit_claimed`], so a
     /// store gains nothing from overriding it unless it can share one durable write between
     /// members. The engine's group commit (`docs/engine.md`, “Group commit”) calls it with
-    /// whatever commits are waiting.
+    /// whatever commits are waiting. Each member is decided as by `commit_claimed`
+    /// (`rules::transition::Commit`); checked by the conformance family `batches` and by the
+    /// `model` family, which compares random batches with one-by-one commits.
     ///
     /// # Errors
     /// None for the call itself: each member's outcome carries its own error.
@@ -119,6 +127,9 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// Commits a signal's moment under an optimistic `checkpoint_seq` CAS; always releases any
     /// claim (fencing out an in-flight holder) and resets counters and poison.
     ///
+    /// Decided by `rules::transition::Commit`; checked by the conformance families
+    /// `transitions` (signals), `races` and `model`.
+    ///
     /// # Errors
     /// As [`RunStore::commit_claimed`], with `StaleCheckpoint` meaning the seq moved.
     async fn commit_unclaimed(
@@ -131,17 +142,25 @@ pub trait RunStore: Send + Sync + Debug + 'static {
 
     /// The exact last committed document.
     ///
+    /// Checked by the conformance families `reads` and `scopes` (and `bad_input` for corrupt
+    /// rows).
+    ///
     /// # Errors
     /// `NotFound` (unknown or other tenant), `Corrupt`, infrastructure errors.
     async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError>;
 
     /// The document plus its operational projection (never the claim token).
     ///
+    /// Checked by the conformance families `reads` and `scopes`.
+    ///
     /// # Errors
     /// As [`RunStore::fetch_run`].
     async fn inspect_run(&self, scope: &Scope, run_id: &RunId) -> Result<RunInfo, StoreError>;
 
     /// Runs newest first by `(started_at, run_id)`, filtered in the store, summaries only.
+    ///
+    /// Decided by `rules::queries::validate_run_query` and `run_page`; checked by the
+    /// conformance family `reads`.
     ///
     /// # Errors
     /// `InvalidArgument` (limit 0 or above the maximum, empty status filter), infrastructure.
@@ -150,12 +169,18 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// Atomically selects and claims (or poisons) at most `policy.limit` due runs, following
     /// the class reservation and preference rules of `docs/claim-order.md`. Always system work.
     ///
+    /// Decided by `rules::claim_pass::claim_pass` (order: `rules::claim_order`); checked by the
+    /// conformance families `claims`, `races` and `model`.
+    ///
     /// # Errors
     /// Infrastructure errors only; nothing is claimed on error.
     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError>;
 
     /// Releases the claim if `token` is current (`wake_at = now`, attempts unchanged);
     /// otherwise does nothing. Idempotent.
+    ///
+    /// Decided by `rules::effects::apply_release`; checked by the conformance family
+    /// `handback`.
     ///
     /// # Errors
     /// Infrastructure errors only.
@@ -170,6 +195,9 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// “Operational transitions”): fenced on token and `policy.expected_seq`; decrements attempts;
     /// reschedules or poisons.
     ///
+    /// Decided by `rules::effects::validate_abandon_policy` and `apply_abandon`; checked by the
+    /// conformance families `handback` and `model`.
+    ///
     /// # Errors
     /// `InvalidArgument` (`retry_at < now`), infrastructure. A stale fence is `Ok(Stale)`.
     async fn abandon_claim(
@@ -182,6 +210,9 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// Recovers a poisoned run (wake now, counters zeroed); a healthy live run is returned
     /// unchanged. Changes no document and consumes no sequence.
     ///
+    /// Decided by `rules::effects::apply_retry_poisoned`; checked by the conformance families
+    /// `handback` and `model`.
+    ///
     /// # Errors
     /// `InactiveRun` (terminal, checked first), `NotFound`, infrastructure.
     async fn retry_poisoned_run(
@@ -192,6 +223,8 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     ) -> Result<Run, StoreError>;
 
     /// One event.
+    ///
+    /// Checked by the conformance family `events`.
     ///
     /// # Errors
     /// `NotFound` (run not visible, or seq absent or pruned), `Corrupt`, infrastructure.
@@ -204,6 +237,8 @@ pub trait RunStore: Send + Sync + Debug + 'static {
 
     /// The newest retained event, or `None` for a visible run with none retained.
     ///
+    /// Checked by the conformance family `events`.
+    ///
     /// # Errors
     /// `NotFound`, `Corrupt` (a corrupt newest row is never skipped), infrastructure.
     async fn fetch_latest_event(
@@ -213,6 +248,9 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     ) -> Result<Option<Event>, StoreError>;
 
     /// Events with `seq > after_seq`, ascending, with retained bounds from one snapshot.
+    ///
+    /// Decided by `rules::queries::validate_event_query` and `event_page`; checked by the
+    /// conformance families `events` and `races`.
     ///
     /// # Errors
     /// `NotFound`, `InvalidArgument` (limit), `Corrupt`, infrastructure.
@@ -226,11 +264,16 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// One retention pass (events by age, terminal runs by age, unreferenced old graph
     /// versions); at most one pass runs at a time per store.
     ///
+    /// Decided by `rules::queries::validate_prune_policy`; checked by the conformance families
+    /// `pruning` and `model`.
+    ///
     /// # Errors
     /// `InvalidArgument` (event retention above run retention), infrastructure.
     async fn prune(&self, policy: &PrunePolicy) -> Result<PruneReport, StoreError>;
 
     /// A fresh subscription to wake hints, if the backend offers them.
+    ///
+    /// Checked by the conformance family `wakeups` (on the harness's declared capability).
     fn wakeups(&self) -> Option<Wakeups>;
 
     /// The operation registry of this store value, if it offers one. Every built-in backend
@@ -254,6 +297,8 @@ pub trait GraphStore: Send + Sync + Debug + 'static {
     /// `graph_ref.graph_hash`. Saving identical content again keeps the original publication
     /// time; different content under the same address is refused.
     ///
+    /// Decided by `rules::graph::encode_for_save`; checked by the conformance family `graphs`.
+    ///
     /// # Errors
     /// `InvalidGraphDocument` (id mismatch), `InvalidGraphHash`, `GraphContentConflict`,
     /// infrastructure errors.
@@ -267,6 +312,8 @@ pub trait GraphStore: Send + Sync + Debug + 'static {
 
     /// The stored effective document, re-verified against its hash.
     ///
+    /// Decided by `rules::graph::decode_stored`; checked by the conformance family `graphs`.
+    ///
     /// # Errors
     /// `NotFound`, `CorruptGraph` (never "absent"), infrastructure.
     async fn fetch_graph(
@@ -277,6 +324,8 @@ pub trait GraphStore: Send + Sync + Debug + 'static {
 
     /// The newest version of `graph_id` by `(published_at, graph_hash)`.
     ///
+    /// Checked by the conformance family `graphs`.
+    ///
     /// # Errors
     /// `NotFound`, infrastructure.
     async fn fetch_latest_graph_ref(
@@ -286,6 +335,9 @@ pub trait GraphStore: Send + Sync + Debug + 'static {
     ) -> Result<GraphRef, StoreError>;
 
     /// Versions of `graph_id`, newest first, keyset-paged.
+    ///
+    /// Decided by `rules::queries::validate_graph_query` and `graph_version_page`; checked by
+    /// the conformance family `graphs`.
     ///
     /// # Errors
     /// `InvalidArgument` (limit), infrastructure. An unknown id is an empty page.

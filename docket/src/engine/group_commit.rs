@@ -5,10 +5,12 @@
 //! bounds a worker by the store's fsyncs or round trips. [`GroupCommit`] is a store layer the
 //! engine puts in front of the backend: a claimed commit joins a queue, and one batch at a
 //! time goes to [`docket_core::store::RunStore::commit_claimed_batch`] with everything queued (at most
-//! `max_commit_batch` members). The batch is self-clocking: a commit that finds the queue
-//! idle is sent at once, alone — nobody ever waits for company — and the commits that arrive
-//! while a batch is in flight form the next one. Each caller gets its own member's outcome,
-//! so a fence lost by one run never touches its neighbours.
+//! `max_commit_batch` members). The batching is self-clocking: up to [`MAX_IN_FLIGHT`]
+//! batches are in flight at once, and a commit that finds fewer is sent at once, alone —
+//! nobody ever waits for company; the commits that arrive while every slot is busy form the
+//! next batches. So batches form only under pressure, and a store whose calls run in
+//! parallel (a connection pool) keeps that parallelism. Each caller gets its own member's
+//! outcome, so a fence lost by one run never touches its neighbours.
 //!
 //! Everything else passes through unchanged (see [`StoreLayer`]).
 //!
@@ -31,12 +33,15 @@ use tokio::sync::oneshot;
 /// A commit waiting for its batch, with the channel its outcome goes back on.
 type Waiting = (BatchedCommit, oneshot::Sender<Result<Run, StoreError>>);
 
-/// The queue shared by callers and the batch task.
+/// Most batch tasks running at once.
+pub(crate) const MAX_IN_FLIGHT: usize = 4;
+
+/// The queue shared by callers and the batch tasks.
 #[derive(Default)]
 struct Queue {
     waiting: Vec<Waiting>,
-    /// A batch task is running; it takes whatever is queued when its batch returns.
-    in_flight: bool,
+    /// Batch tasks running; each takes whatever is queued when its batch returns.
+    in_flight: usize,
 }
 
 /// The store layer that batches claimed commits. See the [module docs](self).
@@ -81,9 +86,8 @@ fn undelivered() -> StoreError {
     ))
 }
 
-/// Runs batches until the queue is empty, then clears `in_flight` under the same lock that
-/// found it empty. Should the store panic instead, the guard clears it and answers anything
-/// still queued.
+/// Runs batches until the queue is empty, then gives its slot back under the same lock that
+/// found the queue empty. Should the store panic instead, the guard gives the slot back.
 async fn run_batches(inner: Arc<dyn Backend>, queue: Arc<Mutex<Queue>>, max_batch: usize) {
     let mut guard = Unwinding {
         queue: Arc::clone(&queue),
@@ -93,7 +97,7 @@ async fn run_batches(inner: Arc<dyn Backend>, queue: Arc<Mutex<Queue>>, max_batc
         let batch: Vec<Waiting> = {
             let mut q = lock(&queue);
             if q.waiting.is_empty() {
-                q.in_flight = false;
+                q.in_flight -= 1;
                 guard.finished = true;
                 break;
             }
@@ -109,8 +113,10 @@ async fn run_batches(inner: Arc<dyn Backend>, queue: Arc<Mutex<Queue>>, max_batc
     }
 }
 
-/// Clears `in_flight` when a batch task unwinds. A task that finished normally already did,
-/// and a new task may own the queue by now, so then it does nothing.
+/// Gives a batch task's slot back when it unwinds (a task that finished normally already
+/// did). The members of the batch that panicked are answered by their dropped senders; if
+/// no other task is left to take the queue, the members still queued are answered too
+/// (their senders drop), so no caller waits for a task that will never come.
 struct Unwinding {
     queue: Arc<Mutex<Queue>>,
     finished: bool,
@@ -122,9 +128,10 @@ impl Drop for Unwinding {
             return;
         }
         let mut q = lock(&self.queue);
-        q.in_flight = false;
-        // Their senders drop here, and each caller sees `undelivered`.
-        q.waiting.clear();
+        q.in_flight = q.in_flight.saturating_sub(1);
+        if q.in_flight == 0 {
+            q.waiting.clear();
+        }
     }
 }
 
@@ -151,7 +158,11 @@ impl StoreLayer for GroupCommit {
                 },
                 sender,
             ));
-            !std::mem::replace(&mut q.in_flight, true)
+            let start = q.in_flight < MAX_IN_FLIGHT;
+            if start {
+                q.in_flight += 1;
+            }
+            start
         };
         if start {
             tokio::spawn(run_batches(

@@ -1,0 +1,146 @@
+//! Group commit (`docs/engine.md`, “Group commit”): a worker's vehicles share
+//! `commit_claimed_batch` calls, every run still commits each of its checkpoints exactly once,
+//! and `max_commit_batch = 1` sends every commit alone.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use docket::core::memory::MemoryStore;
+use docket::core::model::{
+    Event, EventQuery, EventType, Run, RunStatus, Scope, ValueMap, MAX_PAGE_LIMIT,
+};
+use docket::core::store::{
+    Backend, BatchedCommit, ClaimedCommit, Layered, RunStore, StoreError, StoreLayer,
+};
+use docket::engine::WorkerConfig;
+use docket::{AwaitOptions, Docket, StartOptions};
+
+use support::graphs::steps;
+
+/// Records how the engine sends claimed commits to the store.
+#[derive(Debug, Default)]
+struct Recording {
+    inner: MemoryStore,
+    /// The member count of every `commit_claimed_batch` call.
+    batches: Mutex<Vec<usize>>,
+    /// `commit_claimed` calls (single commits).
+    singles: AtomicUsize,
+}
+
+#[async_trait]
+impl StoreLayer for Recording {
+    fn inner(&self) -> &dyn Backend {
+        &self.inner
+    }
+
+    async fn commit_claimed(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.singles.fetch_add(1, Ordering::SeqCst);
+        self.inner.commit_claimed(scope, proposal, events).await
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        self.batches
+            .lock()
+            .expect("batch sizes")
+            .push(commits.len());
+        self.inner.commit_claimed_batch(commits).await
+    }
+}
+
+/// Starts `runs` runs of a 3-step graph, lets a worker of `concurrency` vehicles finish them
+/// all, and returns the store and the claimed commits the runs hold (every checkpoint after
+/// initialization).
+async fn finish_runs(
+    runs: usize,
+    concurrency: usize,
+    max_commit_batch: usize,
+) -> (Arc<Layered<Recording>>, usize) {
+    let store = Arc::new(Layered(Recording::default()));
+    let docket = Docket::builder(store.clone(), docket::nodes::registry())
+        .config(WorkerConfig {
+            concurrency,
+            poll_interval_ms: 10,
+            max_commit_batch,
+            ..WorkerConfig::default()
+        })
+        .build()
+        .expect("facade");
+    let graph = docket
+        .save_graph_json(&steps(3).to_string())
+        .await
+        .expect("save");
+    let mut started = Vec::new();
+    for _ in 0..runs {
+        let run = docket
+            .start_run(&graph, ValueMap::new(), StartOptions::default())
+            .await
+            .expect("start");
+        started.push(run.id);
+    }
+    let worker = docket.start_worker();
+    let wait = AwaitOptions {
+        timeout: Duration::from_secs(60),
+        poll_interval: Duration::from_millis(5),
+    };
+    let mut claimed_commits = 0;
+    for id in &started {
+        let run = docket.await_run(id, wait).await.expect("finished");
+        assert_eq!(run.status, RunStatus::Done, "{id}");
+        claimed_commits += usize::try_from(run.checkpoint_seq - 1).expect("small");
+        let page = store
+            .list_events(&Scope::System, id, &EventQuery {
+                after_seq: 0,
+                limit: MAX_PAGE_LIMIT,
+            })
+            .await
+            .expect("events");
+        assert!(!page.has_more, "{id}: a short history");
+        let checkpoints = page
+            .events
+            .iter()
+            .filter(|e| e.event_type == EventType::CheckpointCommitted)
+            .count();
+        assert_eq!(
+            checkpoints as u64, run.checkpoint_seq,
+            "{id}: every checkpoint committed exactly once"
+        );
+    }
+    worker.shutdown().await;
+    (store, claimed_commits)
+}
+
+#[tokio::test]
+async fn concurrent_vehicles_share_batches_and_every_checkpoint_commits_once() {
+    let (store, claimed_commits) = finish_runs(24, 8, 64).await;
+    let batches = store.0.batches.lock().expect("batch sizes").clone();
+    assert_eq!(store.0.singles.load(Ordering::SeqCst), 0, "no commit bypassed the batches");
+    assert_eq!(
+        batches.iter().sum::<usize>(),
+        claimed_commits,
+        "every claimed commit went through exactly one batch: {batches:?}"
+    );
+    assert!(
+        batches.iter().any(|&n| n > 1),
+        "eight vehicles shared at least one batch: {batches:?}"
+    );
+    assert!(batches.iter().all(|&n| (1..=64).contains(&n)), "{batches:?}");
+}
+
+#[tokio::test]
+async fn a_batch_limit_of_one_sends_every_commit_alone() {
+    let (store, claimed_commits) = finish_runs(6, 4, 1).await;
+    assert!(store.0.batches.lock().expect("batch sizes").is_empty());
+    assert_eq!(store.0.singles.load(Ordering::SeqCst), claimed_commits);
+}
