@@ -246,6 +246,9 @@ pub fn worker_config() -> WorkerConfig {
         },
         abandon_backoff_ms: 20,
         abandon_backoff_cap_ms: 500,
+        // Group commit on, so its queue and batch tasks meet the faults too (the fault layer
+        // below it still sees every member as its own commit).
+        max_commit_batch: 8,
         ..WorkerConfig::default()
     }
 }
