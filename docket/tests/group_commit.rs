@@ -100,10 +100,14 @@ async fn finish_runs(
         assert_eq!(run.status, RunStatus::Done, "{id}");
         claimed_commits += usize::try_from(run.checkpoint_seq - 1).expect("small");
         let page = store
-            .list_events(&Scope::System, id, &EventQuery {
-                after_seq: 0,
-                limit: MAX_PAGE_LIMIT,
-            })
+            .list_events(
+                &Scope::System,
+                id,
+                &EventQuery {
+                    after_seq: 0,
+                    limit: MAX_PAGE_LIMIT,
+                },
+            )
             .await
             .expect("events");
         assert!(!page.has_more, "{id}: a short history");
@@ -125,7 +129,11 @@ async fn finish_runs(
 async fn concurrent_vehicles_share_batches_and_every_checkpoint_commits_once() {
     let (store, claimed_commits) = finish_runs(24, 8, 64).await;
     let batches = store.0.batches.lock().expect("batch sizes").clone();
-    assert_eq!(store.0.singles.load(Ordering::SeqCst), 0, "no commit bypassed the batches");
+    assert_eq!(
+        store.0.singles.load(Ordering::SeqCst),
+        0,
+        "no commit bypassed the batches"
+    );
     assert_eq!(
         batches.iter().sum::<usize>(),
         claimed_commits,
@@ -135,7 +143,10 @@ async fn concurrent_vehicles_share_batches_and_every_checkpoint_commits_once() {
         batches.iter().any(|&n| n > 1),
         "eight vehicles shared at least one batch: {batches:?}"
     );
-    assert!(batches.iter().all(|&n| (1..=64).contains(&n)), "{batches:?}");
+    assert!(
+        batches.iter().all(|&n| (1..=64).contains(&n)),
+        "{batches:?}"
+    );
 }
 
 #[tokio::test]
