@@ -1,5 +1,6 @@
-//! The in-process chaos smoke: three engine workers over the memory store and over SQLite,
-//! each store wrapped in the fault layer with a fixed seed, a few hundred runs, a heal phase,
+//! The in-process chaos smoke: three engine workers over each store — memory, SQLite, and the
+//! local PostgreSQL and Redis servers (a fresh schema and namespace each; a missing server
+//! fails the test) — each store wrapped in the fault layer with a fixed seed, a few hundred runs, a heal phase,
 //! and the oracle's verdict. Every fault kind must have been injected, and nothing lost,
 //! duplicated, accepted stale or stuck.
 //!
@@ -107,4 +108,32 @@ async fn sqlite_under_seeded_faults_loses_nothing() {
     let url = format!("sqlite://{}", dir.path().join("chaos.db").display());
     let store = docket::connect_backend(&url).await.expect("sqlite store");
     smoke("sqlite", store, "sqlite_under_seeded_faults_loses_nothing").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_under_seeded_faults_loses_nothing() {
+    let (store, _schema) = docket_postgres::testing::PostgresHarness::new()
+        .open_store()
+        .await
+        .expect("a PostgreSQL store in a fresh schema");
+    smoke(
+        "postgres",
+        Arc::new(store),
+        "postgres_under_seeded_faults_loses_nothing",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_under_seeded_faults_loses_nothing() {
+    let (store, _namespace) = docket_redis::testing::RedisHarness::from_env()
+        .open_store()
+        .await
+        .expect("a Redis store in a fresh namespace");
+    smoke(
+        "redis",
+        Arc::new(store),
+        "redis_under_seeded_faults_loses_nothing",
+    )
+    .await;
 }
