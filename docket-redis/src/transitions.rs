@@ -157,17 +157,10 @@ impl RedisStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let call = self.claimed_call(scope, proposal, &events)?;
-        let reply = self
-            .script(
-                &self.scripts().commit_claimed,
-                &call.keys,
-                &call.args,
-                Access::Write,
-            )
-            .await?;
-        expect_ok(&reply)?;
-        Ok(call.commit.run().clone())
+        let commit = Commit::claimed(proposal, &events)?;
+        let params = self.claimed_params(scope, &commit);
+        self.commit(&self.scripts().commit_claimed, params, &commit)
+            .await
     }
 
     /// `commit_claimed_batch`: every member's script call in one pipeline — one round trip
@@ -219,11 +212,15 @@ impl RedisStore {
         events: &[Event],
     ) -> Result<CommitCall, StoreError> {
         let commit = Commit::claimed(proposal, events)?;
-        let token = commit.fence().token().map_or("", |t| t.as_str());
-        let params = proposed(self.wake_params(Params::new()).scope(scope), commit.run())
-            .set("token", token);
+        let params = self.claimed_params(scope, &commit);
         let (keys, args) = self.commit_call(params, &commit)?;
         Ok(CommitCall { commit, keys, args })
+    }
+
+    /// The parameters of the claimed-commit script: the proposed run and the presented token.
+    fn claimed_params(&self, scope: &Scope, commit: &Commit) -> Params {
+        let token = commit.fence().token().map_or("", |t| t.as_str());
+        proposed(self.wake_params(Params::new()).scope(scope), commit.run()).set("token", token)
     }
 
     pub(crate) async fn do_commit_unclaimed(

@@ -173,12 +173,4 @@ impl StoreLayer for GroupCommit {
         }
         outcome.await.unwrap_or_else(|_| Err(undelivered()))
     }
-
-    async fn commit_claimed_batch(
-        &self,
-        commits: Vec<BatchedCommit>,
-    ) -> Vec<Result<Run, StoreError>> {
-        // A caller that batches by itself needs no queue.
-        self.inner.commit_claimed_batch(commits).await
-    }
 }

@@ -11,16 +11,8 @@ pub async fn a_steal_invalidates_the_old_token_everywhere(env: &Env<'_>) {
             .release_claim(&c.run.id, &c.lease.claim_token, t(70_000)),
     )
     .await;
-    let moment = moment_to(&c.run, RunStatus::Running, t(70_000));
-    env.rejected(
-        K::StaleCheckpoint,
-        env.store().commit_claimed(
-            &Scope::System,
-            claimed_commit(&moment, &c.lease.claim_token, t(70_000)),
-            moment.events.clone(),
-        ),
-    )
-    .await;
+    env.assert_fenced_out(&c.run.id, &c.lease.claim_token, t(70_000))
+        .await;
     let committed = env
         .commit_to(&thief, &c.run, RunStatus::Running, t(70_001))
         .await;
