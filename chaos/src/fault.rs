@@ -36,7 +36,7 @@ use sha2::{Digest, Sha256};
 use docket_core::model::{ClaimToken, Event, OwnerScope, Run, RunId, Scope, Timestamp};
 use docket_core::store::layer::commit_each;
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit,
+    AbandonOutcome, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit,
     InitProposal, Message, StoreError, StoreLayer, UnclaimedCommit,
 };
 
@@ -491,7 +491,7 @@ impl StoreLayer for FaultLayer {
         .await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         let n = self.claim_calls.fetch_add(1, Ordering::SeqCst);
         let decision = self.decide(Op::Claim, "", n);
         if let Some(error) = self.before(decision, Op::Claim).await {

@@ -21,7 +21,7 @@ use docket_core::memory::{Faults, MemoryStore};
 use docket_core::model::{ClaimToken, Event, Run, RunId, Scope};
 use docket_core::store::layer::commit_each;
 use docket_core::store::{
-    Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, StoreError, StoreLayer,
+    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, Layered, StoreError, StoreLayer,
 };
 
 /// Commits with the token `claim_due` minted last for the run, whatever the caller presents.
@@ -63,7 +63,7 @@ impl StoreLayer for TokenBlind {
         self.inner.commit_claimed(scope, proposal, events).await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         let batch = self.inner.claim_due(policy).await?;
         let mut minted = self.minted.lock().unwrap_or_else(PoisonError::into_inner);
         for lease in &batch.leases {

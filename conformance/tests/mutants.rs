@@ -32,7 +32,7 @@ use docket_core::model::{
 use docket_core::store::layer::commit_each;
 use docket_core::store::rules::queries::{graph_version_page, run_page};
 use docket_core::store::{
-    AbandonMode, AbandonOutcome, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimPolicy,
+    AbandonMode, AbandonOutcome, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimRequest,
     ClaimedCommit, GraphStore, Layered, PrunePolicy, PruneReport, RunStore, StoreError,
     StoreErrorKind, StoreLayer,
 };
@@ -153,7 +153,7 @@ impl StoreLayer for TokenBlindStore {
         self.inner.commit_claimed(scope, proposal, events).await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         let batch = self.inner.claim_due(policy).await?;
         let mut minted = self
             .minted

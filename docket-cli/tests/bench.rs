@@ -15,7 +15,7 @@ use docket::core::memory::MemoryStore;
 use docket::core::model::{Event, Run, Scope};
 use docket::core::store::layer::commit_each;
 use docket::core::store::{
-    Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit, Layered, RunStore, StoreError,
+    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, Layered, RunStore, StoreError,
     StoreLayer,
 };
 use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport};
@@ -294,7 +294,7 @@ impl StoreLayer for Faulty {
         self.inner.commit_claimed(scope, proposal, events).await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         let mut batch = self.inner.claim_due(policy).await?;
         if matches!(self.fault, Fault::DoubleLease) {
             let again = batch.leases.clone();

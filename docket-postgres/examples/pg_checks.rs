@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use docket_core::graph::{graph_hash, GraphDocument};
 use docket_core::model::{GraphId, GraphRef, OwnerScope, Timestamp};
-use docket_core::store::{ClaimPolicy, GraphStore, RunStore, StoreError};
+use docket_core::store::{ClaimRequest, GraphStore, RunStore, StoreError};
 use docket_postgres::testing::{bulk_insert_runs, claim_plan_problems, BulkRuns, PostgresHarness};
 use docket_postgres::PostgresStore;
 
@@ -97,7 +97,8 @@ async fn plan(args: &[String]) -> Result<(), String> {
         started.elapsed()
     );
 
-    let policy = ClaimPolicy {
+    let policy = ClaimRequest {
+        policy: Default::default(),
         now,
         limit: NonZeroU32::MIN.saturating_add(9),
         orphan_ttl_ms: 60_000,

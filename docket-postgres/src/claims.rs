@@ -7,7 +7,7 @@ use docket_core::model::{
 };
 use docket_core::store::rules::effects;
 use docket_core::store::{
-    AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimPolicy,
+    AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimRequest,
     PoisonedClaim, StoreError,
 };
 use sqlx::postgres::PgRow;
@@ -28,7 +28,7 @@ fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
     StoreError::corrupt(format!("claimed row {what}"), detail)
 }
 
-fn decode_outcome(row: &PgRow, policy: &ClaimPolicy) -> Result<Outcome, StoreError> {
+fn decode_outcome(row: &PgRow, policy: &ClaimRequest) -> Result<Outcome, StoreError> {
     let run_id: String = row.try_get("run_id").map_err(error::safe)?;
     let get = |e: sqlx::Error| corrupt(&run_id, e);
     let class: i32 = row.try_get("class").map_err(get)?;
@@ -72,7 +72,7 @@ fn decode_outcome(row: &PgRow, policy: &ClaimPolicy) -> Result<Outcome, StoreErr
 }
 
 /// `claimed_at < cutoff` is the strict expiry test of `rules::effects::claim_class`.
-fn expiry_cutoff(policy: &ClaimPolicy) -> i64 {
+fn expiry_cutoff(policy: &ClaimRequest) -> i64 {
     let ttl = i64::try_from(policy.orphan_ttl_ms).unwrap_or(i64::MAX);
     policy.now.add_millis(-ttl).as_micros()
 }
@@ -85,7 +85,7 @@ fn preference_code(preference: Option<ClaimClass>) -> Option<i32> {
 }
 
 impl PostgresStore {
-    fn claim_query<'q>(&'q self, sql: &'q str, policy: &ClaimPolicy) -> Statement<'q> {
+    fn claim_query<'q>(&'q self, sql: &'q str, policy: &ClaimRequest) -> Statement<'q> {
         self.q(sql)
             .bind(policy.now.as_micros())
             .bind(expiry_cutoff(policy))
@@ -96,7 +96,7 @@ impl PostgresStore {
 
     pub(crate) async fn do_claim_due(
         &self,
-        policy: &ClaimPolicy,
+        policy: &ClaimRequest,
     ) -> Result<ClaimBatch, StoreError> {
         let rows = {
             let mut conn = self.conn().await?;
@@ -126,7 +126,7 @@ impl PostgresStore {
     ///
     /// # Errors
     /// Infrastructure errors.
-    pub async fn explain_claim(&self, policy: &ClaimPolicy) -> Result<String, StoreError> {
+    pub async fn explain_claim(&self, policy: &ClaimRequest) -> Result<String, StoreError> {
         let mut conn = self.conn().await?;
         let rows = self
             .claim_query(&self.sql().explain_claim_due, policy)
@@ -148,7 +148,7 @@ impl PostgresStore {
     ///
     /// # Errors
     /// Infrastructure errors.
-    pub async fn explain_claim_generic(&self, policy: &ClaimPolicy) -> Result<String, StoreError> {
+    pub async fn explain_claim_generic(&self, policy: &ClaimRequest) -> Result<String, StoreError> {
         const NAME: &str = "docket_explain_claim_due";
         let preference = preference_code(policy.preference)
             .map_or_else(|| "NULL".to_owned(), |code| code.to_string());

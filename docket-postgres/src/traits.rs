@@ -7,7 +7,7 @@ use docket_core::model::{
     GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
 };
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit,
+    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit,
     GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
     Wakeups,
 };
@@ -72,7 +72,7 @@ impl RunStore for PostgresStore {
         self.do_list_runs(scope, query).await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         self.do_claim_due(policy).await
     }
 

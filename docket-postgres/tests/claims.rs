@@ -9,7 +9,7 @@ use common::*;
 use docket_core::model::{ClaimToken, OperationalState, OwnerScope, RunId, RunStatus};
 use docket_core::store::rules::claim_order::{select, Candidate};
 use docket_core::store::rules::effects::{self, ClaimDecision};
-use docket_core::store::{ClaimClass, ClaimPolicy, ClaimedSchedule, ReleaseWake, RunStore};
+use docket_core::store::{ClaimClass, ClaimRequest, ClaimedSchedule, ReleaseWake, RunStore};
 use docket_postgres::testing;
 use docket_postgres::PostgresStore;
 
@@ -60,7 +60,7 @@ async fn build(store: &PostgresStore, states: &[OperationalState]) -> Vec<RunId>
 /// What the rules say one `claim_due` does to `states`.
 fn expected(
     states: &[OperationalState],
-    policy: &ClaimPolicy,
+    policy: &ClaimRequest,
 ) -> (
     Vec<(usize, ClaimDecision)>,
     BTreeMap<usize, OperationalState>,

@@ -7,7 +7,7 @@ use docket_core::model::{
 };
 use docket_core::store::rules::effects::{backoff_wake, validate_abandon_policy};
 use docket_core::store::{
-    AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimPolicy,
+    AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimRequest,
     PoisonedClaim, StoreError,
 };
 
@@ -67,7 +67,7 @@ fn parse_lease(
 impl RedisStore {
     pub(crate) async fn do_claim_due(
         &self,
-        policy: &ClaimPolicy,
+        policy: &ClaimRequest,
     ) -> Result<ClaimBatch, StoreError> {
         let limit = policy.limit.get().min(MAX_CLAIM_BATCH);
         let ttl = i64::try_from(policy.orphan_ttl_ms).unwrap_or(i64::MAX);

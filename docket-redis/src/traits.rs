@@ -12,7 +12,7 @@ use docket_core::model::{
 };
 use docket_core::ops::OpsLifecycleRegistry;
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit,
+    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit,
     GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
     Wakeups,
 };
@@ -69,7 +69,7 @@ impl RunStore for RedisStore {
         self.do_list_runs(scope, query).await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         self.do_claim_due(policy).await
     }
 

@@ -10,7 +10,7 @@ use rusqlite::{params, Connection};
 use docket_core::model::{ClaimToken, Run, RunId, Scope, Timestamp};
 use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
 use docket_core::store::rules::effects::{apply_abandon, apply_release, apply_retry_poisoned};
-use docket_core::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, StoreError};
+use docket_core::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, StoreError};
 
 use crate::codec::{decode_ops, row_values, OpsRow, OPS_COLUMNS};
 use crate::error::SqlResult;
@@ -36,7 +36,7 @@ fn candidates(
 }
 
 /// `claim_due`: at most `limit` outcomes (leases + poisons), atomically.
-pub(crate) fn claim_due(conn: &Connection, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+pub(crate) fn claim_due(conn: &Connection, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
     let limit = policy.limit.get();
     let ttl = i64::try_from(policy.orphan_ttl_ms).unwrap_or(i64::MAX);
     // The oldest `limit` of each class are enough: the selection keeps at most `limit`, in

@@ -19,7 +19,7 @@ use docket_core::store::rules::queries::{
 };
 use docket_core::store::rules::transition::{Commit, Init, Planned};
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit,
+    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit,
     GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
     Wakeups,
 };
@@ -136,7 +136,7 @@ impl RunStore for SqliteStore {
             .await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         let policy = *policy;
         self.inner
             .workers

@@ -6,7 +6,7 @@ pub(crate) use docket_core::model::{
 };
 pub(crate) use docket_core::store::{
     AbandonBackoff, AbandonMode, AbandonOutcome, AbandonPolicy, ClaimClass, ClaimLease,
-    ClaimPolicy, ClaimedSchedule, ReleaseWake, StoreError, StoreErrorKind as K,
+    ClaimRequest, ClaimedSchedule, ReleaseWake, StoreError, StoreErrorKind as K,
 };
 pub(crate) use serde_json::json;
 

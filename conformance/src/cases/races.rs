@@ -497,7 +497,7 @@ pub async fn concurrent_first_starts_for_a_new_owner_all_land(env: &Env<'_>) {
 }
 
 /// Claims every due run of `store` at `policy.now` (one claimer, until nothing is due).
-async fn claim_until_none(store: &Arc<dyn Backend>, policy: &ClaimPolicy) -> usize {
+async fn claim_until_none(store: &Arc<dyn Backend>, policy: &ClaimRequest) -> usize {
     let mut claimed = 0;
     loop {
         let batch = ok(store.claim_due(policy).await, "claim_due");
@@ -515,7 +515,7 @@ pub async fn concurrent_claimers_account_for_a_mix_of_ready_steal_and_poison_exa
     env: &Env<'_>,
 ) {
     let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
-    let at = |now: Timestamp| ClaimPolicy {
+    let at = |now: Timestamp| ClaimRequest {
         max_claim_attempts: nz(2),
         ..claim_policy(now, 8)
     };
@@ -540,7 +540,8 @@ pub async fn concurrent_claimers_account_for_a_mix_of_ready_steal_and_poison_exa
     let tasks: Vec<_> = (0..8u32)
         .map(|claimer| {
             let store = Arc::clone(env.store());
-            let policy = ClaimPolicy {
+            let policy = ClaimRequest {
+                policy: Default::default(),
                 limit: nz(1 + claimer % 4),
                 ..at(now)
             };

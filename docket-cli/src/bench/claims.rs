@@ -15,7 +15,7 @@ use futures::{StreamExt, TryStreamExt};
 use hdrhistogram::Histogram;
 
 use docket_core::model::{OwnerScope, RunId, Timestamp};
-use docket_core::store::{Backend, ClaimLease, ClaimPolicy};
+use docket_core::store::{Backend, ClaimLease, ClaimRequest};
 
 use super::commits::nz;
 use super::driver::{histogram, record, task_failed};
@@ -116,8 +116,9 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<ClaimResult, BenchError> {
 }
 
 /// The claim policy at the real clock plus `offset_ms`.
-fn policy(limit: u32, offset_ms: i64) -> ClaimPolicy {
-    ClaimPolicy {
+fn policy(limit: u32, offset_ms: i64) -> ClaimRequest {
+    ClaimRequest {
+        policy: Default::default(),
         now: Timestamp::now_utc().add_millis(offset_ms),
         limit: nz(limit),
         orphan_ttl_ms: ORPHAN_TTL_MS,

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 
 use docket_core::model::{ClaimToken, Run, RunId, Scope, Timestamp};
-use docket_core::store::{Backend, ClaimLease, ClaimPolicy, StoreError};
+use docket_core::store::{Backend, ClaimLease, ClaimRequest, StoreError};
 
 use super::driver::{closed_loop, LoopOutcome, Op};
 use super::floor::Floor;
@@ -111,7 +111,8 @@ pub(crate) async fn claim_exactly(
             .unwrap_or(u32::MAX)
             .clamp(1, docket_core::model::MAX_PAGE_LIMIT);
         let batch = backend
-            .claim_due(&ClaimPolicy {
+            .claim_due(&ClaimRequest {
+                policy: Default::default(),
                 now: Timestamp::now_utc(),
                 limit: nz(wanted),
                 orphan_ttl_ms: super::claims::ORPHAN_TTL_MS,

@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 
 use docket_core::model::{Event, Run, RunId, Scope};
 use docket_core::store::{
-    Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit, StoreError, StoreLayer,
+    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, StoreError, StoreLayer,
 };
 
 use super::driver::{histogram, record};
@@ -128,7 +128,7 @@ impl StoreLayer for Probe {
         self.inner.fetch_run(scope, run_id).await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         let asked = Instant::now();
         let batch = self.inner.claim_due(policy).await?;
         if let Ok(mut leased) = self.leased.lock() {

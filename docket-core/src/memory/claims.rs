@@ -8,16 +8,27 @@
 //! it fetches the run (`Corrupt`), instead of one bad row blocking every claim.
 
 use crate::model::{ClaimToken, Run, RunId, Scope, Timestamp};
-use crate::store::rules::claim_pass::{claim_pass, ClaimRow};
+use std::collections::BTreeMap;
+
+use crate::model::TenantId;
+use crate::store::rules::claim_pass::{claim_pass, ClaimPassOutcome, ClaimRow};
+use crate::store::rules::tenant_fair::FairContext;
 use crate::store::rules::effects::{
     apply_abandon, apply_release, apply_retry_poisoned, validate_abandon_policy,
 };
-use crate::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, StoreError};
+use crate::store::{
+    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, StoreError, TenantShare,
+};
 
 use super::state::{decode_run, State};
 
-/// Selects and claims (or poisons) at most `policy.limit` due runs, atomically.
-pub(super) fn claim_due(state: &mut State, policy: &ClaimPolicy) -> ClaimBatch {
+/// Selects and claims (or poisons) at most `policy.limit` due runs, atomically; a tenant-fair
+/// pass also moves the stored cursor.
+pub(super) fn claim_due(state: &mut State, policy: &ClaimRequest) -> ClaimBatch {
+    let mut claimed: BTreeMap<String, u32> = BTreeMap::new();
+    for row in state.runs.values().filter(|r| r.ops.claim_token.is_some()) {
+        *claimed.entry(row.owner.scope_key().to_owned()).or_default() += 1;
+    }
     let rows = state.runs.iter().map(|(id, row)| ClaimRow {
         run_id: id.clone(),
         owner: row.owner.clone(),
@@ -27,7 +38,19 @@ pub(super) fn claim_due(state: &mut State, policy: &ClaimPolicy) -> ClaimBatch {
         checkpoint_seq: row.columns.checkpoint_seq,
         ops: row.ops.clone(),
     });
-    let (batch, changed) = claim_pass(rows.collect::<Vec<_>>(), policy);
+    let fair = FairContext {
+        shares: &state.fair.shares,
+        claimed: &claimed,
+        cursor: state.fair.cursor.as_ref(),
+    };
+    let ClaimPassOutcome {
+        batch,
+        changed,
+        cursor,
+    } = claim_pass(rows.collect::<Vec<_>>(), policy, &fair);
+    if cursor.is_some() {
+        state.fair.cursor = cursor;
+    }
     for row in changed {
         if let Some(stored) = state.runs.get_mut(&row.run_id) {
             stored.ops = row.ops;
@@ -90,4 +113,19 @@ pub(super) fn retry_poisoned_run(
         }
     }
     Ok((run, recovered))
+}
+
+/// Stores one tenant's share.
+pub(super) fn set_tenant_share(state: &mut State, tenant: &TenantId, share: TenantShare) {
+    state.fair.shares.insert(tenant.as_str().to_owned(), share);
+}
+
+/// Every stored share, by tenant id.
+pub(super) fn tenant_shares(state: &State) -> Vec<(TenantId, TenantShare)> {
+    state
+        .fair
+        .shares
+        .iter()
+        .filter_map(|(key, share)| TenantId::new(key.clone()).ok().map(|id| (id, *share)))
+        .collect()
 }

@@ -32,6 +32,7 @@ pub(super) fn inspect_run(
         claim_attempts: row.ops.claim_attempts,
         claim_abandons: row.ops.claim_abandons,
         poison: row.ops.poison,
+        admitted_at: row.ops.admitted_at,
     })
 }
 

@@ -29,6 +29,17 @@ pub(super) struct State {
     pub graphs: BTreeMap<GraphKey, GraphRow>,
     /// The operation registry's owners and operations.
     pub ops: super::ops::OpsTables,
+    /// Tenant shares (by tenant id) and the tenant-fair cursor.
+    pub fair: FairTables,
+}
+
+/// What tenant-fair claiming keeps between claims.
+#[derive(Debug, Default)]
+pub(super) struct FairTables {
+    /// Stored shares by `OwnerScope::scope_key` (a tenant id).
+    pub shares: BTreeMap<String, crate::store::TenantShare>,
+    /// Where the round robin stands.
+    pub cursor: Option<crate::store::ClaimCursor>,
 }
 
 /// One run row: owner, summary columns, the encoded document and the operational state.

@@ -6,12 +6,14 @@ use async_trait::async_trait;
 use crate::graph::GraphDocument;
 use crate::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, TenantId,
+    Timestamp,
 };
 use crate::ops::OpsLifecycleRegistry;
 use crate::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
-    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, ClaimedCommit, GraphStore,
+    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, TenantShare, UnclaimedCommit,
+    Wakeups,
 };
 
 use crate::store::rules::transition::{Commit, Init, Planned};
@@ -81,7 +83,7 @@ impl RunStore for MemoryStore {
         reads::list_runs(&*self.lock()?, scope, query)
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         Ok(claims::claim_due(&mut *self.lock()?, policy))
     }
 
@@ -122,6 +124,19 @@ impl RunStore for MemoryStore {
             self.hint();
         }
         Ok(run)
+    }
+
+    async fn set_tenant_share(
+        &self,
+        tenant: &TenantId,
+        share: TenantShare,
+    ) -> Result<(), StoreError> {
+        claims::set_tenant_share(&mut *self.lock()?, tenant, share);
+        Ok(())
+    }
+
+    async fn tenant_shares(&self) -> Result<Vec<(TenantId, TenantShare)>, StoreError> {
+        Ok(claims::tenant_shares(&*self.lock()?))
     }
 
     async fn fetch_event(

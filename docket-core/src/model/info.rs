@@ -73,6 +73,12 @@ pub struct OperationalState {
     pub poison: Option<Poison>,
     /// Type of the last committed moment.
     pub latest_checkpoint_type: CheckpointType,
+    /// The admission marker: when a tenant-fair claim first admitted the run's current stretch
+    /// of cooperative work (`docs/claim-order.md`, “The admission marker”). Kept while the
+    /// run keeps its claim or hands it back for an immediate wake; cleared by every other
+    /// release, signal, abandon, poison and poison recovery. Only running, healthy rows hold
+    /// one.
+    pub admitted_at: Option<Timestamp>,
 }
 
 /// A run document plus its operational projection (never the claim token).
@@ -92,6 +98,8 @@ pub struct RunInfo {
     pub claim_abandons: u32,
     /// Poison facts, if poisoned.
     pub poison: Option<Poison>,
+    /// The admission marker ([`OperationalState::admitted_at`]).
+    pub admitted_at: Option<Timestamp>,
 }
 
 impl RunInfo {

@@ -16,9 +16,82 @@ pub enum ClaimClass {
     Expired,
 }
 
+/// Which due runs a claim serves first (`docs/claim-order.md`, “Tenant-fair claiming”).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimPolicy {
+    /// Oldest due first, whoever owns it: aging, not fairness. The default, and the right
+    /// order for a deployment without tenants.
+    #[default]
+    Oldest,
+    /// Breadth-first across the tenants that have due ready work, round robin from a cursor
+    /// the store keeps, each tenant's own runs oldest first; per-tenant weights and caps
+    /// ([`TenantShare`]) apply. Steals of expired claims stay owner-blind.
+    TenantFair,
+}
+
+impl ClaimPolicy {
+    /// The policy's name in configuration, URLs and the CLI: `oldest` or `tenant_fair`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimPolicy::Oldest => "oldest",
+            ClaimPolicy::TenantFair => "tenant_fair",
+        }
+    }
+
+    /// Parses [`ClaimPolicy::as_str`] (`tenant-fair` is accepted too).
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the accepted values.
+    pub fn parse(text: &str) -> Result<Self, crate::store::StoreError> {
+        match text {
+            "oldest" => Ok(ClaimPolicy::Oldest),
+            "tenant_fair" | "tenant-fair" => Ok(ClaimPolicy::TenantFair),
+            other => Err(crate::store::StoreError::invalid_argument(format!(
+                "unknown claim policy {:?}: expected oldest or tenant_fair",
+                crate::model::text::excerpt(other)
+            ))),
+        }
+    }
+}
+
+/// One tenant's share of the claims under [`ClaimPolicy::TenantFair`], stored per tenant
+/// (`docs/claim-order.md`, “Weights and caps”). A tenant without a stored share has
+/// [`TenantShare::default`]: weight 1, no cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TenantShare {
+    /// Claims the tenant gets in each round of the round robin.
+    pub weight: NonZeroU32,
+    /// Most of the tenant's runs claimed at once across every worker (`None`: no cap).
+    pub cap: Option<NonZeroU32>,
+}
+
+impl Default for TenantShare {
+    fn default() -> Self {
+        TenantShare {
+            weight: NonZeroU32::MIN,
+            cap: None,
+        }
+    }
+}
+
+/// Where the round robin of [`ClaimPolicy::TenantFair`] stands: the owner key (`""` for
+/// tenantless runs, else the tenant id) of the last ready run a fair claim selected, and how
+/// many of that owner's runs it has taken in the current round.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ClaimCursor {
+    /// `OwnerScope::scope_key` of the owner served last.
+    pub scope_key: String,
+    /// Runs of that owner taken in its current round (1..=weight).
+    pub taken: u32,
+}
+
 /// Input of `claim_due`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClaimPolicy {
+pub struct ClaimRequest {
+    /// Which due runs to serve first.
+    pub policy: ClaimPolicy,
     /// The caller's clock.
     pub now: Timestamp,
     /// Most outcomes (leases + poisons) to return.

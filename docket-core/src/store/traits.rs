@@ -24,12 +24,13 @@ use futures::stream::BoxStream;
 use crate::graph::GraphDocument;
 use crate::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, TenantId,
+    Timestamp,
 };
 
 use crate::ops::OpsLifecycleRegistry;
 
-use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy};
+use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, TenantShare};
 use super::error::StoreError;
 use super::proposal::{BatchedCommit, ClaimedCommit, InitProposal, UnclaimedCommit};
 use super::prune::{PrunePolicy, PruneReport};
@@ -174,7 +175,7 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     ///
     /// # Errors
     /// Infrastructure errors only; nothing is claimed on error.
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError>;
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError>;
 
     /// Releases the claim if `token` is current (`wake_at = now`, attempts unchanged);
     /// otherwise does nothing. Idempotent.
@@ -221,6 +222,28 @@ pub trait RunStore: Send + Sync + Debug + 'static {
         run_id: &RunId,
         now: Timestamp,
     ) -> Result<Run, StoreError>;
+
+    /// Stores `share` as `tenant`'s weight and cap for [`ClaimPolicy::TenantFair`] claims
+    /// (replacing an earlier one; storing the default share is the same as storing none).
+    /// Always system work; takes effect from the next claim on, and a lowered cap takes
+    /// nothing away from runs already claimed.
+    ///
+    /// Checked by the conformance family `fairness`.
+    ///
+    /// [`ClaimPolicy::TenantFair`]: crate::store::ClaimPolicy::TenantFair
+    ///
+    /// # Errors
+    /// Infrastructure errors only; nothing is stored on error.
+    async fn set_tenant_share(&self, tenant: &TenantId, share: TenantShare)
+        -> Result<(), StoreError>;
+
+    /// Every stored tenant share, by tenant id in byte order.
+    ///
+    /// Checked by the conformance family `fairness`.
+    ///
+    /// # Errors
+    /// `Corrupt` (a stored share that does not decode), infrastructure.
+    async fn tenant_shares(&self) -> Result<Vec<(TenantId, TenantShare)>, StoreError>;
 
     /// One event.
     ///

@@ -20,7 +20,7 @@ use docket_core::model::{
 };
 use docket_core::runtime::{Disposition, Moment, Mutation, ParkKind, ParkReason};
 use docket_core::store::{
-    ClaimLease, ClaimPolicy, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal, ReleaseWake,
+    ClaimLease, ClaimRequest, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal, ReleaseWake,
     RunStore, StoreError, StoreErrorKind, UnclaimedCommit,
 };
 
@@ -329,8 +329,9 @@ pub fn unclaimed(
     (proposal, m.events)
 }
 
-pub fn claim_policy(now: Timestamp, limit: u32) -> ClaimPolicy {
-    ClaimPolicy {
+pub fn claim_policy(now: Timestamp, limit: u32) -> ClaimRequest {
+    ClaimRequest {
+        policy: Default::default(),
         now,
         limit: NonZeroU32::new(limit).expect("nonzero limit"),
         orphan_ttl_ms: 60_000,

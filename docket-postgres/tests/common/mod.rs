@@ -11,7 +11,7 @@ use docket_core::model::{
     RunStatus, Scope, TenantId, Timestamp, ValueMap,
 };
 use docket_core::store::{
-    ClaimBatch, ClaimClass, ClaimLease, ClaimPolicy, ClaimedCommit, ClaimedSchedule, GraphStore,
+    ClaimBatch, ClaimClass, ClaimLease, ClaimRequest, ClaimedCommit, ClaimedSchedule, GraphStore,
     InitProposal, ReleaseWake, RunStore, UnclaimedCommit,
 };
 use docket_postgres::testing::{self, PostgresHarness, SchemaGuard};
@@ -145,8 +145,9 @@ pub fn done(run: &Run, at: Timestamp) -> Run {
     next
 }
 
-pub fn policy(now: Timestamp, limit: u32) -> ClaimPolicy {
-    ClaimPolicy {
+pub fn policy(now: Timestamp, limit: u32) -> ClaimRequest {
+    ClaimRequest {
+        policy: Default::default(),
         now,
         limit: NonZeroU32::new(limit).expect("limit"),
         orphan_ttl_ms: 60_000,
@@ -155,17 +156,17 @@ pub fn policy(now: Timestamp, limit: u32) -> ClaimPolicy {
     }
 }
 
-pub fn with_ttl(mut p: ClaimPolicy, ttl_ms: u64) -> ClaimPolicy {
+pub fn with_ttl(mut p: ClaimRequest, ttl_ms: u64) -> ClaimRequest {
     p.orphan_ttl_ms = ttl_ms;
     p
 }
 
-pub fn with_max(mut p: ClaimPolicy, max: u32) -> ClaimPolicy {
+pub fn with_max(mut p: ClaimRequest, max: u32) -> ClaimRequest {
     p.max_claim_attempts = NonZeroU32::new(max).expect("max");
     p
 }
 
-pub fn preferring(mut p: ClaimPolicy, class: ClaimClass) -> ClaimPolicy {
+pub fn preferring(mut p: ClaimRequest, class: ClaimClass) -> ClaimRequest {
     p.preference = Some(class);
     p
 }

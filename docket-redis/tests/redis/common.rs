@@ -9,7 +9,7 @@ use docket_core::model::{
     RunId, RunStatus, Scope, TenantId, Timestamp, ValueMap,
 };
 use docket_core::store::{
-    ClaimClass, ClaimLease, ClaimPolicy, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal,
+    ClaimClass, ClaimLease, ClaimRequest, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal,
     ReleaseWake, RunStore, UnclaimedCommit,
 };
 use docket_redis::testing::{RedisGuard, RedisHarness};
@@ -230,8 +230,9 @@ pub fn policy(
     orphan_ttl_ms: u64,
     max_attempts: u32,
     preference: Option<ClaimClass>,
-) -> ClaimPolicy {
-    ClaimPolicy {
+) -> ClaimRequest {
+    ClaimRequest {
+        policy: Default::default(),
         now,
         limit: NonZeroU32::new(limit).expect("limit"),
         orphan_ttl_ms,

@@ -12,7 +12,7 @@ use docket_core::model::{
     RunId, RunStatus, Scope, TenantId, Timestamp, ValueMap,
 };
 use docket_core::store::{
-    ClaimLease, ClaimPolicy, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal, ReleaseWake,
+    ClaimLease, ClaimRequest, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal, ReleaseWake,
     RunStore, StoreError, UnclaimedCommit,
 };
 use docket_sqlite::testing::{raw_snapshot, SqliteGuard};
@@ -153,8 +153,9 @@ pub fn unclaimed(run: Run, wake: ReleaseWake, now: Timestamp) -> UnclaimedCommit
     }
 }
 
-pub fn policy(now: Timestamp, limit: u32) -> ClaimPolicy {
-    ClaimPolicy {
+pub fn policy(now: Timestamp, limit: u32) -> ClaimRequest {
+    ClaimRequest {
+        policy: Default::default(),
         now,
         limit: NonZeroU32::new(limit).expect("limit"),
         orphan_ttl_ms: 60_000,

@@ -299,7 +299,7 @@ impl Docket {
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use std::num::NonZeroU32;
     /// use docket::core::model::RunStatus;
-    /// use docket::core::store::ClaimPolicy;
+    /// use docket::core::store::ClaimRequest;
     /// use docket::engine::WorkerConfig;
     /// use docket::{AwaitOptions, Docket, DocketError, StartOptions, TestingMode};
     ///
@@ -321,7 +321,8 @@ impl Docket {
     /// let run = docket.start_run(&graph, Default::default(), StartOptions::default()).await?;
     ///
     /// // A worker claims the run and hands it back without progress, spending its one attempt.
-    /// let policy = ClaimPolicy {
+    /// let policy = ClaimRequest {
+    ///     policy: Default::default(),
     ///     now: docket.engine().clock().now(),
     ///     limit: NonZeroU32::MIN,
     ///     orphan_ttl_ms: 60_000,

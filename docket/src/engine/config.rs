@@ -9,6 +9,7 @@
 use std::fmt;
 
 use docket_core::model::ValueMap;
+use docket_core::store::ClaimPolicy;
 
 /// The default host ceiling on supersteps ([`WorkerConfig::max_supersteps`]).
 pub const DEFAULT_MAX_SUPERSTEPS: u64 = 10_000;
@@ -75,6 +76,10 @@ pub struct WorkerConfig {
     /// faster on stores whose durable write is cheap; raise it (e.g. 64) where the store's
     /// fsync or round trip dominates.
     pub max_commit_batch: usize,
+    /// Which due runs the worker claims first (`docs/claim-order.md`): `Oldest` (the default)
+    /// or `TenantFair`, breadth-first across tenants with their stored weights and caps.
+    /// Workers sharing a store should agree, or the fair round robin only sees some claims.
+    pub claim_policy: ClaimPolicy,
     /// Base delay of an abandoned claim's wake. Default 30 s.
     pub abandon_backoff_ms: u64,
     /// Cap of the exponential host-incompatibility backoff. Default 1 h.
@@ -104,6 +109,7 @@ impl Default for WorkerConfig {
             max_supersteps: Some(DEFAULT_MAX_SUPERSTEPS),
             drain_budget: DrainBudget::default(),
             max_commit_batch: 1,
+            claim_policy: ClaimPolicy::Oldest,
             abandon_backoff_ms: 30_000,
             abandon_backoff_cap_ms: 3_600_000,
             max_claim_abandons: 5,

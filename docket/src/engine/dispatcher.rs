@@ -21,7 +21,8 @@ use tracing::Instrument;
 
 use docket_core::model::{Clock, RunId};
 use docket_core::store::{
-    Backend, ClaimBatch, ClaimLease, ClaimPolicy, PoisonedClaim, StoreError, Wakeups,
+    Backend, ClaimBatch, ClaimLease, ClaimPolicy, ClaimRequest, PoisonedClaim, StoreError,
+    Wakeups,
 };
 
 use super::admission::AdmissionPhase;
@@ -110,6 +111,7 @@ pub(crate) struct Settings {
     pub orphan_ttl_ms: u64,
     pub max_claim_attempts: u32,
     pub drain_timeout_ms: u64,
+    pub claim_policy: ClaimPolicy,
 }
 
 /// State shared with the [`super::Worker`] handle.
@@ -287,7 +289,8 @@ impl Dispatcher {
             async move {
                 let result = admission
                     .run(limit.get(), |preference| async move {
-                        let policy = ClaimPolicy {
+                        let policy = ClaimRequest {
+                            policy: settings.claim_policy,
                             now,
                             limit,
                             orphan_ttl_ms: settings.orphan_ttl_ms,

@@ -4,7 +4,7 @@
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
-use docket_core::store::{ClaimPolicy, PoisonedClaim, StoreError};
+use docket_core::store::{ClaimRequest, PoisonedClaim, StoreError};
 
 use super::admission::AdmissionPhase;
 use super::outcome::{DrainOutcome, VehicleError};
@@ -74,7 +74,8 @@ impl Engine {
         for _ in 0..max_runs.get() {
             let scan = admission
                 .run(1, |preference| {
-                    let policy = ClaimPolicy {
+                    let policy = ClaimRequest {
+                        policy: e.config.claim_policy,
                         now: e.clock.now(),
                         limit: NonZeroU32::MIN,
                         orphan_ttl_ms: e.config.orphan_ttl_ms,

@@ -175,6 +175,7 @@ impl WorkerBuilder {
                 orphan_ttl_ms: config.orphan_ttl_ms,
                 max_claim_attempts: config.max_claim_attempts,
                 drain_timeout_ms: config.drain_timeout_ms,
+                claim_policy: config.claim_policy,
             },
             admission: Arc::new(AdmissionPhase::new()),
             launcher,

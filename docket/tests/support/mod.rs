@@ -94,7 +94,7 @@ use serde_json::Value;
 
 use docket::core::lifecycle::{Checkpoint, CheckpointObserver, ObserverError};
 use docket::core::model::{CheckpointType, Event, GraphRef, RunInfo, ValueMap};
-use docket::core::store::{ClaimLease, ClaimPolicy, Layered, RunStore};
+use docket::core::store::{ClaimLease, ClaimRequest, Layered, RunStore};
 use docket::engine::{Drained, GraphCompiler, MonotonicClock, Vehicle, VehicleError, WorkerStats};
 use docket::StartOptions;
 
@@ -218,7 +218,8 @@ impl VFx {
         let batch = self
             .store
             .inner
-            .claim_due(&ClaimPolicy {
+            .claim_due(&ClaimRequest {
+                policy: Default::default(),
                 now: self.clock.now(),
                 limit: std::num::NonZeroU32::MIN,
                 orphan_ttl_ms: config.orphan_ttl_ms,

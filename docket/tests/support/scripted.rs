@@ -14,7 +14,7 @@ use docket::core::memory::MemoryStore;
 use docket::core::model::{ClaimToken, Event, GraphRef, OwnerScope, Run, RunId, Scope, Timestamp};
 use docket::core::store::layer::commit_each;
 use docket::core::store::{
-    Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore, Layered, Message,
+    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, GraphStore, Layered, Message,
     RunStore, StoreError, StoreLayer,
 };
 
@@ -44,7 +44,7 @@ pub struct Scripted {
     permanent_claim_errors: std::sync::atomic::AtomicBool,
     claim_panics: AtomicU32,
     /// Claim policies seen, in order.
-    pub policies: Mutex<Vec<ClaimPolicy>>,
+    pub policies: Mutex<Vec<ClaimRequest>>,
     /// When set, every claim waits for a permit first.
     gate: Mutex<Option<Arc<Semaphore>>>,
     /// Claim futures dropped before they finished.
@@ -153,7 +153,7 @@ impl StoreLayer for Scripted {
         self.inner.fetch_run(scope, run_id).await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         let mut guard = DropGuard(Arc::clone(&self.dropped_claims), false);
         self.claims.fetch_add(1, Ordering::SeqCst);
         self.policies.lock().expect("lock").push(*policy);

@@ -8,14 +8,14 @@
 use docket_core::model::{ClaimToken, Run, RunId, Scope, Timestamp};
 use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
 use docket_core::store::rules::effects::{apply_abandon, apply_release, apply_retry_poisoned};
-use docket_core::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, StoreError};
+use docket_core::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, StoreError};
 
 use crate::codec::decode_run;
 use crate::tables::Tables;
 
 /// Selects and claims (or poisons) due runs, from columns and operational state only: the
 /// shared claim rules decide, this store only feeds them its rows and writes back the result.
-pub(crate) fn claim_due(tables: &mut Tables, policy: &ClaimPolicy) -> ClaimBatch {
+pub(crate) fn claim_due(tables: &mut Tables, policy: &ClaimRequest) -> ClaimBatch {
     let rows: Vec<ClaimRow> = tables
         .runs
         .iter()

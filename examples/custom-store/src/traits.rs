@@ -18,7 +18,7 @@ use docket_core::store::rules::queries::{
 };
 use docket_core::store::rules::transition::{Commit, Init};
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimedCommit, GraphStore,
+    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, ClaimedCommit, GraphStore,
     InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
 };
 
@@ -71,7 +71,7 @@ impl RunStore for MapStore {
         Ok(reads::list_runs(&*self.lock()?, scope, query))
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         Ok(claims::claim_due(&mut *self.lock()?, policy))
     }
 

@@ -13,7 +13,7 @@ pub(super) async fn release(env: &Env<'_>, lease: &ClaimLease, now: Timestamp) {
 }
 
 /// Asserts nothing is claimable under `policy` and the attempt changed nothing.
-pub(super) async fn assert_nothing_due(env: &Env<'_>, policy: &ClaimPolicy) {
+pub(super) async fn assert_nothing_due(env: &Env<'_>, policy: &ClaimRequest) {
     let batch = env.unchanged(env.store().claim_due(policy)).await;
     assert_eq!(
         batch.outcome_count(),

@@ -4,7 +4,7 @@
 use super::basics::{assert_nothing_due, release};
 use crate::cases::prelude::*;
 
-fn policy_with_max(now: Timestamp, limit: u32, max_attempts: u32) -> ClaimPolicy {
+fn policy_with_max(now: Timestamp, limit: u32, max_attempts: u32) -> ClaimRequest {
     let mut policy = claim_policy(now, limit);
     policy.max_claim_attempts = nz(max_attempts);
     policy

@@ -12,7 +12,7 @@ use docket_core::model::{
 };
 use docket_core::runtime::Moment;
 use docket_core::store::{
-    AbandonBackoff, AbandonMode, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimPolicy,
+    AbandonBackoff, AbandonMode, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimRequest,
     ClaimedSchedule, PrunePolicy, ReleaseWake, RunStore, StoreError,
 };
 
@@ -206,7 +206,8 @@ impl World {
                 max_attempts,
                 preference,
             } => {
-                let policy = ClaimPolicy {
+                let policy = ClaimRequest {
+                    policy: Default::default(),
                     now,
                     limit: nz(limit),
                     orphan_ttl_ms: ttl_ms,

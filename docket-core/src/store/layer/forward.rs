@@ -6,10 +6,11 @@ use async_trait::async_trait;
 use crate::graph::GraphDocument;
 use crate::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, TenantId,
+    Timestamp,
 };
 use crate::ops::OpsLifecycleRegistry;
-use crate::store::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy};
+use crate::store::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, TenantShare};
 use crate::store::error::StoreError;
 use crate::store::proposal::{BatchedCommit, ClaimedCommit, InitProposal, UnclaimedCommit};
 use crate::store::prune::{PrunePolicy, PruneReport};
@@ -66,7 +67,7 @@ impl<L: StoreLayer> RunStore for Layered<L> {
         StoreLayer::list_runs(&self.0, scope, query).await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         StoreLayer::claim_due(&self.0, policy).await
     }
 
@@ -95,6 +96,18 @@ impl<L: StoreLayer> RunStore for Layered<L> {
         now: Timestamp,
     ) -> Result<Run, StoreError> {
         StoreLayer::retry_poisoned_run(&self.0, scope, run_id, now).await
+    }
+
+    async fn set_tenant_share(
+        &self,
+        tenant: &TenantId,
+        share: TenantShare,
+    ) -> Result<(), StoreError> {
+        StoreLayer::set_tenant_share(&self.0, tenant, share).await
+    }
+
+    async fn tenant_shares(&self) -> Result<Vec<(TenantId, TenantShare)>, StoreError> {
+        StoreLayer::tenant_shares(&self.0).await
     }
 
     async fn fetch_event(

@@ -13,7 +13,7 @@
 //! use async_trait::async_trait;
 //! use docket_core::memory::MemoryStore;
 //! use docket_core::store::{
-//!     Backend, ClaimBatch, ClaimPolicy, Layered, RunStore, StoreError, StoreLayer,
+//!     Backend, ClaimBatch, ClaimRequest, Layered, RunStore, StoreError, StoreLayer,
 //! };
 //!
 //! /// Counts the claims a store hands out.
@@ -29,7 +29,7 @@
 //!         &self.inner
 //!     }
 //!
-//!     async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+//!     async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
 //!         let batch = self.inner.claim_due(policy).await?;
 //!         self.leased.fetch_add(batch.leases.len() as u64, Ordering::Relaxed);
 //!         Ok(batch)
@@ -59,10 +59,11 @@ use async_trait::async_trait;
 use crate::graph::GraphDocument;
 use crate::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, TenantId,
+    Timestamp,
 };
 
-use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy};
+use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, TenantShare};
 use super::error::StoreError;
 use super::proposal::{BatchedCommit, ClaimedCommit, InitProposal, UnclaimedCommit};
 use super::prune::{PrunePolicy, PruneReport};
@@ -192,7 +193,7 @@ pub trait StoreLayer: Send + Sync + Debug + 'static {
     ///
     /// # Errors
     /// As the inner store's.
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         self.inner().claim_due(policy).await
     }
 
@@ -233,6 +234,26 @@ pub trait StoreLayer: Send + Sync + Debug + 'static {
         now: Timestamp,
     ) -> Result<Run, StoreError> {
         self.inner().retry_poisoned_run(scope, run_id, now).await
+    }
+
+    /// See [`RunStore::set_tenant_share`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn set_tenant_share(
+        &self,
+        tenant: &TenantId,
+        share: TenantShare,
+    ) -> Result<(), StoreError> {
+        self.inner().set_tenant_share(tenant, share).await
+    }
+
+    /// See [`RunStore::tenant_shares`].
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn tenant_shares(&self) -> Result<Vec<(TenantId, TenantShare)>, StoreError> {
+        self.inner().tenant_shares().await
     }
 
     /// See [`RunStore::fetch_event`].

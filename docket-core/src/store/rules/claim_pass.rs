@@ -10,10 +10,15 @@
 use crate::model::{
     ClaimToken, GraphHash, GraphId, OperationalState, OwnerScope, RunId, RunStatus,
 };
-use crate::store::claim::{ClaimBatch, ClaimLease, ClaimPolicy, PoisonedClaim};
+use crate::store::claim::{
+    ClaimBatch, ClaimClass, ClaimCursor, ClaimLease, ClaimPolicy, ClaimRequest, PoisonedClaim,
+};
 
 use super::claim_order::{select, Candidate};
-use super::effects::{apply_claim_poison, apply_lease, claim_class, claim_decision, ClaimDecision};
+use super::effects::{
+    apply_admission, apply_claim_poison, apply_lease, claim_class, claim_decision, ClaimDecision,
+};
+use super::tenant_fair::{rank_ready, select_fair, FairContext, OwnedCandidate};
 
 /// What the claim rules need to know of one stored run (columns only, never the document).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,32 +39,67 @@ pub struct ClaimRow {
     pub ops: OperationalState,
 }
 
+/// What one pass decided.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ClaimPassOutcome {
+    /// The leases and poisons, in selection order.
+    pub batch: ClaimBatch,
+    /// The rows the pass changed, with their new operational state, in selection order.
+    pub changed: Vec<ClaimRow>,
+    /// The tenant-fair cursor to store (`None`: leave the stored one as it is).
+    pub cursor: Option<ClaimCursor>,
+}
+
 /// Runs one pass over `rows` (every row the store loaded as a possible candidate; rows that are
-/// not claimable at `policy.now` are ignored). Returns the batch and the rows it changed, with
-/// their new operational state, in selection order.
+/// not claimable at `policy.now` are ignored). Under `ClaimPolicy::TenantFair`, `fair` holds
+/// the stored shares and cursor and the runs each owner has claimed now; `Oldest` ignores it.
 #[must_use]
 pub fn claim_pass(
     rows: impl IntoIterator<Item = ClaimRow>,
-    policy: &ClaimPolicy,
-) -> (ClaimBatch, Vec<ClaimRow>) {
+    policy: &ClaimRequest,
+    fair: &FairContext<'_>,
+) -> ClaimPassOutcome {
     let mut pool = std::collections::BTreeMap::new();
     let mut candidates = Vec::new();
     for row in rows {
         if let Some((class, eligible_at)) =
             claim_class(row.status, &row.ops, policy.now, policy.orphan_ttl_ms)
         {
-            candidates.push(Candidate {
-                class,
-                eligible_at,
-                key: row.run_id.clone(),
-            });
+            candidates.push((
+                row.owner.scope_key().to_owned(),
+                Candidate {
+                    class,
+                    eligible_at,
+                    key: row.run_id.clone(),
+                },
+            ));
             pool.insert(row.run_id.clone(), row);
         }
     }
     let limit = usize::try_from(policy.limit.get()).unwrap_or(usize::MAX);
+    let (selection, cursor) = match policy.policy {
+        ClaimPolicy::Oldest => {
+            let all = candidates.into_iter().map(|(_, c)| c).collect();
+            (select(all, limit, policy.preference), None)
+        }
+        ClaimPolicy::TenantFair => {
+            let (ready, expired): (Vec<_>, Vec<_>) = candidates
+                .into_iter()
+                .partition(|(_, c)| c.class == ClaimClass::Ready);
+            let ready = ready
+                .into_iter()
+                .map(|(scope_key, candidate)| OwnedCandidate {
+                    scope_key,
+                    candidate,
+                })
+                .collect();
+            let expired = expired.into_iter().map(|(_, c)| c).collect();
+            select_fair(expired, rank_ready(ready, fair), limit, policy.preference)
+        }
+    };
     let mut batch = ClaimBatch::default();
     let mut changed = Vec::new();
-    for chosen in select(candidates, limit, policy.preference) {
+    for chosen in selection {
         let Some(mut row) = pool.remove(&chosen.key) else {
             continue;
         };
@@ -67,6 +107,7 @@ pub fn claim_pass(
             ClaimDecision::Lease { attempt } => {
                 let token = ClaimToken::mint();
                 apply_lease(&mut row.ops, token.clone(), policy.now);
+                apply_admission(&mut row.ops, policy.policy, policy.now);
                 batch.leases.push(ClaimLease {
                     run_id: row.run_id.clone(),
                     owner: row.owner.clone(),
@@ -97,7 +138,11 @@ pub fn claim_pass(
         }
         changed.push(row);
     }
-    (batch, changed)
+    ClaimPassOutcome {
+        batch,
+        changed,
+        cursor,
+    }
 }
 
 #[cfg(test)]
@@ -106,7 +151,6 @@ mod tests {
 
     use super::*;
     use crate::model::{PoisonReason, Timestamp};
-    use crate::store::claim::ClaimClass;
     use crate::store::rules::effects::initial_state;
 
     fn row(id: &str, wake_ms: i64, attempts: u32) -> ClaimRow {
@@ -123,8 +167,9 @@ mod tests {
         }
     }
 
-    fn policy(limit: u32, max_attempts: u32) -> ClaimPolicy {
-        ClaimPolicy {
+    fn policy(limit: u32, max_attempts: u32) -> ClaimRequest {
+        ClaimRequest {
+            policy: ClaimPolicy::Oldest,
             now: Timestamp::from_millis(100),
             limit: NonZeroU32::new(limit).expect("limit"),
             orphan_ttl_ms: 10,
@@ -136,7 +181,8 @@ mod tests {
     #[test]
     fn leases_the_oldest_due_rows_and_ignores_future_wakes() {
         let rows = vec![row("b", 50, 0), row("a", 50, 0), row("late", 200, 0)];
-        let (batch, changed) = claim_pass(rows, &policy(5, 3));
+        let ClaimPassOutcome { batch, changed, .. } =
+            claim_pass(rows, &policy(5, 3), &FairContext::empty());
         let leased: Vec<&str> = batch.leases.iter().map(|l| l.run_id.as_str()).collect();
         assert_eq!(leased, vec!["a", "b"]);
         assert!(batch
@@ -151,7 +197,11 @@ mod tests {
 
     #[test]
     fn a_row_at_its_attempt_limit_is_poisoned_instead_of_leased() {
-        let (batch, changed) = claim_pass(vec![row("tired", 50, 3)], &policy(5, 3));
+        let ClaimPassOutcome { batch, changed, .. } = claim_pass(
+            vec![row("tired", 50, 3)],
+            &policy(5, 3),
+            &FairContext::empty(),
+        );
         assert!(batch.leases.is_empty());
         assert_eq!(
             batch.poisoned.first().map(|p| p.reason),
@@ -163,7 +213,8 @@ mod tests {
     #[test]
     fn the_limit_bounds_leases_and_poisons_together() {
         let rows = vec![row("a", 10, 3), row("b", 20, 0), row("c", 30, 0)];
-        let (batch, changed) = claim_pass(rows, &policy(2, 3));
+        let ClaimPassOutcome { batch, changed, .. } =
+            claim_pass(rows, &policy(2, 3), &FairContext::empty());
         assert_eq!(batch.outcome_count(), 2);
         assert_eq!(changed.len(), 2);
     }

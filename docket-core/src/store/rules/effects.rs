@@ -9,9 +9,9 @@
 use crate::model::{
     CheckpointType, ClaimToken, OperationalState, Poison, PoisonReason, RunStatus, Timestamp,
 };
-use crate::store::claim::{AbandonMode, AbandonOutcome, AbandonPolicy, ClaimClass};
+use crate::store::claim::{AbandonMode, AbandonOutcome, AbandonPolicy, ClaimClass, ClaimPolicy};
 use crate::store::error::StoreError;
-use crate::store::schedule::ClaimedSchedule;
+use crate::store::schedule::{ClaimedSchedule, ReleaseWake};
 
 /// The row of a freshly initialized run.
 #[must_use]
@@ -24,16 +24,34 @@ pub fn initial_state(wake_at: Timestamp) -> OperationalState {
         claim_abandons: 0,
         poison: None,
         latest_checkpoint_type: CheckpointType::RunInitialized,
+        admitted_at: None,
     }
 }
 
+/// Whether a commit keeps the admission marker: only a claimed commit that keeps its claim or
+/// hands it back for an immediate wake continues the same stretch of cooperative work; a
+/// timed, external or terminal release, and every unclaimed commit (a signal), end it.
+#[must_use]
+pub fn commit_keeps_admission(claimed: bool, schedule: ClaimedSchedule) -> bool {
+    claimed
+        && matches!(
+            schedule,
+            ClaimedSchedule::RetainClaim | ClaimedSchedule::Release(ReleaseWake::Immediate)
+        )
+}
+
 /// Effect of a committed moment: counters and poison reset, then the schedule applies.
+/// `claimed` says whether the commit was fenced by a claim token (else it is a signal).
 pub fn apply_commit(
     ops: &mut OperationalState,
     checkpoint_type: CheckpointType,
     schedule: ClaimedSchedule,
+    claimed: bool,
     now: Timestamp,
 ) {
+    if !commit_keeps_admission(claimed, schedule) {
+        ops.admitted_at = None;
+    }
     ops.claim_attempts = 0;
     ops.claim_abandons = 0;
     ops.poison = None;
@@ -105,8 +123,18 @@ pub fn apply_lease(ops: &mut OperationalState, token: ClaimToken, now: Timestamp
     ops.claim_attempts = ops.claim_attempts.saturating_add(1);
 }
 
-/// Applies a poisoning claim: no token, no wake, poisoned now; attempts unchanged.
+/// Sets the admission marker of a run a tenant-fair claim leased, unless it already has one
+/// (a steal or a cooperative re-claim continues the same admission). `Oldest` never sets it.
+pub fn apply_admission(ops: &mut OperationalState, policy: ClaimPolicy, now: Timestamp) {
+    if policy == ClaimPolicy::TenantFair && ops.admitted_at.is_none() {
+        ops.admitted_at = Some(now);
+    }
+}
+
+/// Applies a poisoning claim: no token, no wake, no admission, poisoned now; attempts
+/// unchanged.
 pub fn apply_claim_poison(ops: &mut OperationalState, now: Timestamp) {
+    ops.admitted_at = None;
     ops.claim_token = None;
     ops.claimed_at = None;
     ops.wake_at = None;
@@ -178,6 +206,7 @@ pub fn apply_abandon(
         return AbandonOutcome::Stale;
     }
     let abandons_before = ops.claim_abandons;
+    ops.admitted_at = None;
     ops.claim_token = None;
     ops.claimed_at = None;
     ops.claim_attempts = ops.claim_attempts.saturating_sub(1);
@@ -228,6 +257,7 @@ pub fn apply_retry_poisoned(
     ops.claim_attempts = 0;
     ops.claim_abandons = 0;
     ops.poison = None;
+    ops.admitted_at = None;
     Ok(true)
 }
 
@@ -253,6 +283,9 @@ pub fn check_row_invariants(status: RunStatus, ops: &OperationalState) -> Result
         && ops.wake_at.is_some() == ops.claim_token.is_some()
     {
         return Err("a healthy running row needs exactly one of wake and claim".into());
+    }
+    if ops.admitted_at.is_some() && (status != RunStatus::Running || ops.poison.is_some()) {
+        return Err("only a healthy running row can hold an admission marker".into());
     }
     Ok(())
 }
@@ -392,6 +425,7 @@ mod tests {
             &mut ops,
             CheckpointType::StepCommitted,
             ClaimedSchedule::RetainClaim,
+            true,
             t(50),
         );
         assert_eq!(ops.claim_token.as_ref(), Some(&token));
@@ -401,9 +435,36 @@ mod tests {
             &mut ops,
             CheckpointType::StepCommitted,
             ClaimedSchedule::Release(ReleaseWake::Immediate),
+            true,
             t(60),
         );
         assert_eq!((ops.claim_token.clone(), ops.wake_at), (None, Some(t(60))));
+    }
+
+    #[test]
+    fn the_admission_marker_lasts_only_as_long_as_cooperative_work() {
+        let fair = ClaimPolicy::TenantFair;
+        let (mut ops, token) = claimed(0, 1);
+        apply_admission(&mut ops, ClaimPolicy::Oldest, t(1));
+        assert_eq!(ops.admitted_at, None, "oldest never admits");
+        apply_admission(&mut ops, fair, t(1));
+        apply_admission(&mut ops, fair, t(2));
+        assert_eq!(ops.admitted_at, Some(t(1)), "a later lease keeps the first admission");
+        let immediate = ClaimedSchedule::Release(ReleaseWake::Immediate);
+        apply_commit(&mut ops, CheckpointType::StepCommitted, immediate, true, t(3));
+        assert_eq!(ops.admitted_at, Some(t(1)), "an immediate hand-back keeps it");
+        assert!(!apply_release(&mut ops, &token, t(4)) && ops.admitted_at.is_some());
+        for (schedule, claimed) in [
+            (immediate, false),
+            (ClaimedSchedule::Release(ReleaseWake::At(t(9))), true),
+            (ClaimedSchedule::Release(ReleaseWake::External), true),
+            (ClaimedSchedule::Release(ReleaseWake::Terminal), true),
+        ] {
+            let mut again = ops.clone();
+            apply_commit(&mut again, CheckpointType::StepCommitted, schedule, claimed, t(5));
+            assert_eq!(again.admitted_at, None, "{schedule:?} claimed={claimed}");
+        }
+        assert!(commit_keeps_admission(true, ClaimedSchedule::RetainClaim));
     }
 
     #[test]

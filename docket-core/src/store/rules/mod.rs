@@ -8,4 +8,5 @@ pub mod effects;
 pub mod events;
 pub mod graph;
 pub mod queries;
+pub mod tenant_fair;
 pub mod transition;

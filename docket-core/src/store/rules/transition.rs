@@ -35,7 +35,9 @@ use crate::store::error::StoreError;
 use crate::store::proposal::{ClaimedCommit, InitProposal, UnclaimedCommit};
 use crate::store::schedule::{ClaimedSchedule, ReleaseWake};
 
-use super::effects::{apply_commit, check_row_invariants, holds_claim, initial_state};
+use super::effects::{
+    apply_commit, check_row_invariants, commit_keeps_admission, holds_claim, initial_state,
+};
 use super::events::{merge_with_stored, normalize_events, StoredEvent};
 
 /// Validates an `initialize` proposal and returns its normalized events.
@@ -434,8 +436,11 @@ impl Commit {
     /// row: a commit resets the counters and poison and then applies its schedule, and a
     /// retained claim can only be the presented token (the fence checked it). Stores that
     /// write in one statement bind these values instead of encoding the effects themselves.
+    ///
+    /// The one stored fact a commit may carry over is the admission marker:
+    /// `stored_admitted_at` is kept when [`Commit::keeps_admission`], else cleared.
     #[must_use]
-    pub fn committed_state(&self) -> OperationalState {
+    pub fn committed_state(&self, stored_admitted_at: Option<Timestamp>) -> OperationalState {
         let mut ops = OperationalState {
             claim_token: self.fence.token().cloned(),
             claimed_at: self.fence.token().map(|_| self.now),
@@ -444,14 +449,24 @@ impl Commit {
             claim_abandons: 0,
             poison: None,
             latest_checkpoint_type: self.checkpoint_type,
+            admitted_at: stored_admitted_at,
         };
         apply_commit(
             &mut ops,
             self.checkpoint_type,
             self.fence.schedule(),
+            self.fence.token().is_some(),
             self.now,
         );
         ops
+    }
+
+    /// Whether this commit keeps the row's admission marker (a claimed commit that retains
+    /// its claim or releases for an immediate wake); stores that write in one statement bind
+    /// this flag and keep or clear the stored marker with it.
+    #[must_use]
+    pub fn keeps_admission(&self) -> bool {
+        commit_keeps_admission(self.fence.token().is_some(), self.fence.schedule())
     }
 
     /// Checks the stored row in the contract's order: immutable identity → `checkpoint_seq`
@@ -493,7 +508,7 @@ impl Commit {
         F: FnMut(u64) -> Result<Option<StoredEvent>, StoreError>,
     {
         self.check_head(stored, stored_ops)?;
-        let ops = self.committed_state();
+        let ops = self.committed_state(stored_ops.admitted_at);
         // The rules keep the invariants by construction; refusing a row that breaks them
         // keeps a rules bug from turning into a corrupt store.
         check_row_invariants(self.run.status, &ops).map_err(StoreError::invalid_transition)?;
