@@ -1,5 +1,6 @@
-//! Claims: `claim_due` (one statement), release / abandon (one conditional UPDATE
-//! each) and poison recovery (a transaction around `SELECT … FOR UPDATE`).
+//! Claims: `claim_due` (one statement; under `TenantFair` one call of the fair claim function,
+//! see [`crate::fair`]), release / abandon (one conditional UPDATE each) and poison recovery
+//! (a transaction around `SELECT … FOR UPDATE`).
 
 use docket_core::model::{
     ClaimToken, GraphHash, GraphId, OwnerScope, PoisonReason, Run, RunId, Scope, TenantId,
@@ -7,8 +8,8 @@ use docket_core::model::{
 };
 use docket_core::store::rules::effects;
 use docket_core::store::{
-    AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimRequest,
-    PoisonedClaim, StoreError,
+    AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimPolicy,
+    ClaimRequest, PoisonedClaim, StoreError,
 };
 use sqlx::postgres::PgRow;
 use sqlx::{Connection, Row};
@@ -20,6 +21,9 @@ use crate::store::{finish, scope_binds, Finish, PostgresStore};
 
 /// One returned row of the claim statement, before it becomes a lease or a poison outcome.
 struct Outcome {
+    /// Its place in the selection: `(eligible_at, class, run_id)` under `Oldest` (the sort
+    /// of `rules::claim_order`), `(ord, 0, "")` under `TenantFair` (the function numbers its
+    /// selection).
     key: (i64, i32, String),
     result: Result<ClaimLease, PoisonedClaim>,
 }
@@ -28,7 +32,7 @@ fn corrupt(what: &str, detail: impl std::fmt::Display) -> StoreError {
     StoreError::corrupt(format!("claimed row {what}"), detail)
 }
 
-fn decode_outcome(row: &PgRow, policy: &ClaimRequest) -> Result<Outcome, StoreError> {
+fn decode_outcome(row: &PgRow, policy: &ClaimRequest, fair: bool) -> Result<Outcome, StoreError> {
     let run_id: String = row.try_get("run_id").map_err(error::safe)?;
     let get = |e: sqlx::Error| corrupt(&run_id, e);
     let class: i32 = row.try_get("class").map_err(get)?;
@@ -65,10 +69,12 @@ fn decode_outcome(row: &PgRow, policy: &ClaimRequest) -> Result<Outcome, StoreEr
             orphan_ttl_ms: policy.orphan_ttl_ms,
         })
     };
-    Ok(Outcome {
-        key: (eligible_at, class, run_id),
-        result,
-    })
+    let key = if fair {
+        (row.try_get("ord").map_err(get)?, 0, String::new())
+    } else {
+        (eligible_at, class, run_id)
+    };
+    Ok(Outcome { key, result })
 }
 
 /// `claimed_at < cutoff` is the strict expiry test of `rules::effects::claim_class`.
@@ -98,18 +104,24 @@ impl PostgresStore {
         &self,
         policy: &ClaimRequest,
     ) -> Result<ClaimBatch, StoreError> {
+        let fair = policy.policy == ClaimPolicy::TenantFair;
+        let sql = if fair {
+            &self.sql().claim_fair
+        } else {
+            &self.sql().claim_due
+        };
         let rows = {
             let mut conn = self.conn().await?;
-            self.claim_query(&self.sql().claim_due, policy)
+            self.claim_query(sql, policy)
                 .fetch_all(&mut conn)
                 .await
                 .map_err(error::sent)?
         };
         let mut outcomes = rows
             .iter()
-            .map(|row| decode_outcome(row, policy))
+            .map(|row| decode_outcome(row, policy, fair))
             .collect::<Result<Vec<_>, _>>()?;
-        // Selection order, as `rules::claim_order::select` returns it.
+        // Selection order, as `rules::claim_pass` returns it.
         outcomes.sort_by(|a, b| a.key.cmp(&b.key));
         let mut batch = ClaimBatch::default();
         for outcome in outcomes {
@@ -311,6 +323,7 @@ impl PostgresStore {
             .bind(columns.claim_abandons)
             .bind(columns.poisoned_at)
             .bind(columns.poison_reason)
+            .bind(columns.admitted_at)
             .execute(&mut *tx)
             .await
             .map_err(error::safe)?;

@@ -133,6 +133,7 @@ fn decode_ops_columns(
         poison,
         latest_checkpoint_type: CheckpointType::parse(&latest)
             .ok_or_else(|| corrupt_run(run_id, format!("unknown checkpoint type {latest:?}")))?,
+        admitted_at: get::<Option<i64>>(row, "admitted_at", &what)?.map(Timestamp::from_micros),
     };
     check_row_invariants(status, &ops).map_err(|e| corrupt_run(run_id, e))?;
     Ok(ops)
@@ -341,6 +342,7 @@ pub(crate) struct OpsColumns {
     pub poisoned_at: Option<i64>,
     pub poison_reason: Option<&'static str>,
     pub latest_checkpoint_type: &'static str,
+    pub admitted_at: Option<i64>,
 }
 
 pub(crate) fn encode_ops(ops: &OperationalState) -> OpsColumns {
@@ -354,6 +356,7 @@ pub(crate) fn encode_ops(ops: &OperationalState) -> OpsColumns {
         poisoned_at: ops.poison.map(|p| p.poisoned_at.as_micros()),
         poison_reason: ops.poison.map(|p| p.reason.as_str()),
         latest_checkpoint_type: ops.latest_checkpoint_type.as_str(),
+        admitted_at: ops.admitted_at.map(Timestamp::as_micros),
     }
 }
 

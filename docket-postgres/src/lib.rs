@@ -3,6 +3,7 @@
 mod claims;
 mod codec;
 mod error;
+mod fair;
 mod graphs;
 mod migrations;
 mod ops;

@@ -20,7 +20,7 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 3;
+pub const LATEST_VERSION: i32 = 4;
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -37,6 +37,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 3,
         description: "the operation registry: owners, operations and their write functions",
         sql: include_str!("sql/v3.sql"),
+    },
+    Migration {
+        version: 4,
+        description: "tenant-fair claiming: admission marker, tenant shares, claim cursor",
+        sql: include_str!("sql/v4.sql"),
     },
 ];
 

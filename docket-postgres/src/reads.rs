@@ -48,6 +48,7 @@ impl PostgresStore {
             claim_attempts: stored.ops.claim_attempts,
             claim_abandons: stored.ops.claim_abandons,
             poison: stored.ops.poison,
+            admitted_at: stored.ops.admitted_at,
         })
     }
 

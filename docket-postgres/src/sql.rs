@@ -7,13 +7,13 @@
 /// Columns of a run row, in the order [`crate::codec::decode_run_row`] reads them by name.
 const RUN_COLUMNS: &str = "run_id, tenant_id, graph_id, graph_hash, status, step, \
     checkpoint_seq, event_seq, document, latest_checkpoint_type, claim_token::text AS claim_token, \
-    claimed_at, wake_at, claim_attempts, claim_abandons, poisoned_at, poison_reason, started_at, \
-    updated_at, finished_at";
+    claimed_at, wake_at, claim_attempts, claim_abandons, poisoned_at, poison_reason, admitted_at, \
+    started_at, updated_at, finished_at";
 
 /// Columns of a run row a transition compares against: everything but the document.
 const HEAD_COLUMNS: &str = "run_id, graph_id, graph_hash, status, checkpoint_seq, started_at, \
     latest_checkpoint_type, claim_token::text AS claim_token, claimed_at, wake_at, \
-    claim_attempts, claim_abandons, poisoned_at, poison_reason";
+    claim_attempts, claim_abandons, poisoned_at, poison_reason, admitted_at";
 
 /// Columns of an event row.
 pub(crate) const EVENT_COLUMNS: &str =
@@ -81,7 +81,8 @@ fn initialize() -> String {
 ///   (the stored statuses `rules::transition::allowed_from` lists for the proposed one); it
 ///   writes the document columns and the operational columns of
 ///   `rules::transition::Commit::committed_state` (counters and poison as the rules leave
-///   them, schedule applied);
+///   them, schedule applied) and keeps the stored admission marker only when
+///   `Commit::keeps_admission` (`$37`), so the marker costs no read;
 /// * `inserted`: idempotent event append — an identical stored event is "updated" to itself
 ///   and returned, a different one is not returned;
 /// * `conflict`: when the update matched but some proposed event was not returned, raises
@@ -94,7 +95,7 @@ fn initialize() -> String {
 /// `$16` latest_checkpoint_type, `$17` new claim_token, `$18` claimed_at, `$19` wake_at,
 /// `$20..=$28` events, `$29` inserted_at, `$30` notify?, `$31` payload, `$32` the stored
 /// statuses that may become `$9`, `$33` claim_attempts, `$34` claim_abandons,
-/// `$35` poisoned_at, `$36` poison_reason.
+/// `$35` poisoned_at, `$36` poison_reason, `$37` keep the admission marker?
 fn commit_claimed() -> String {
     format!(
         "WITH updated AS (
@@ -103,7 +104,8 @@ fn commit_claimed() -> String {
                 updated_at = $14, finished_at = $15, latest_checkpoint_type = $16,
                 claim_token = $17::uuid, claimed_at = $18, wake_at = $19,
                 claim_attempts = $33, claim_abandons = $34, poisoned_at = $35,
-                poison_reason = $36
+                poison_reason = $36,
+                admitted_at = CASE WHEN $37 THEN admitted_at END
             WHERE run_id = $1
               AND ($2 OR scope_key = $3)
               AND graph_id = $4 AND graph_hash = $5 AND started_at = $6
@@ -164,7 +166,8 @@ fn insert_events() -> String {
 /// a per-class rank (class heads first when `limit ≥ 2`, the preferred class first when
 /// `limit = 1`, then `(eligible_at, class, run_id)` — the tie-break of
 /// `rules::claim_order`, byte order like every other backend); the chosen rows are leased
-/// (fresh UUID, `claimed_at = now`, attempts + 1) or poisoned (attempts ≥ max), and returned.
+/// (fresh UUID, `claimed_at = now`, attempts + 1; the admission marker untouched) or
+/// poisoned (attempts ≥ max; the marker cleared), and returned.
 ///
 /// `$1` now, `$2` expiry cutoff (claimed_at < cutoff), `$3` limit, `$4` max attempts,
 /// `$5` preferred class (0 ready, 1 expired, NULL none).
@@ -204,7 +207,8 @@ const CLAIM_DUE: &str = "WITH ready AS (
                               ELSE r.claim_attempts END,
         poisoned_at    = CASE WHEN r.claim_attempts < $4 THEN NULL ELSE $1 END,
         poison_reason  = CASE WHEN r.claim_attempts < $4 THEN NULL
-                              ELSE 'max_claim_attempts_exceeded' END
+                              ELSE 'max_claim_attempts_exceeded' END,
+        admitted_at    = CASE WHEN r.claim_attempts < $4 THEN r.admitted_at END
     FROM chosen AS c
     WHERE r.id = c.id AND r.status = 'running' AND r.poisoned_at IS NULL
       AND ((c.class = 0 AND r.claim_token IS NULL AND r.wake_at <= $1)
@@ -218,13 +222,15 @@ const RELEASE: &str = "UPDATE {s}.runs SET claim_token = NULL, claimed_at = NULL
     WHERE run_id = $1 AND claim_token = $2::uuid";
 
 /// `abandon_claim`, `rules::effects::apply_abandon` as one conditional UPDATE (every SET
-/// expression sees the row as it was, so `claim_abandons` below is the count before).
+/// expression sees the row as it was, so `claim_abandons` below is the count before); every
+/// abandon ends the admission.
 ///
 /// `$1` run_id, `$2` token, `$3` expected seq, `$4` non-poisoning?, `$5` max abandons,
 /// `$6` now, `$7` retry_at, `$8` backoff?, `$9` base_ms (text), `$10` cap_ms (text).
 /// The backoff is `now + min(base · 2^min(abandons, 30), cap)` with the same saturation as
 /// `rules::effects::backoff_wake` (milliseconds clamped to i64, microseconds clamped to i64).
 const ABANDON: &str = "UPDATE {s}.runs SET
+        admitted_at = NULL,
         claim_token = NULL,
         claimed_at = NULL,
         claim_attempts = GREATEST(claim_attempts - 1, 0),
@@ -266,19 +272,21 @@ fn select_head() -> String {
 }
 
 /// Writes the operational columns decided by the rules: `$1` run_id, `$2` token, `$3`
-/// claimed_at, `$4` wake_at, `$5` attempts, `$6` abandons, `$7` poisoned_at, `$8` reason.
+/// claimed_at, `$4` wake_at, `$5` attempts, `$6` abandons, `$7` poisoned_at, `$8` reason,
+/// `$9` admitted_at.
 const WRITE_OPS: &str = "UPDATE {s}.runs SET claim_token = $2::uuid, claimed_at = $3,
         wake_at = $4, claim_attempts = $5, claim_abandons = $6, poisoned_at = $7,
-        poison_reason = $8
+        poison_reason = $8, admitted_at = $9
     WHERE run_id = $1";
 
 /// Writes a committed document and the operational columns: `$1` run_id, `$2` status,
 /// `$3` step, `$4` checkpoint_seq, `$5` event_seq, `$6` document, `$7` updated_at,
-/// `$8` finished_at, `$9` latest_checkpoint_type, `$10..=$16` as `$2..=$8` of [`WRITE_OPS`].
+/// `$8` finished_at, `$9` latest_checkpoint_type, `$10..=$17` as `$2..=$9` of [`WRITE_OPS`].
 const WRITE_COMMIT: &str = "UPDATE {s}.runs SET status = $2, step = $3, checkpoint_seq = $4,
         event_seq = $5, document = $6, updated_at = $7, finished_at = $8,
         latest_checkpoint_type = $9, claim_token = $10::uuid, claimed_at = $11, wake_at = $12,
-        claim_attempts = $13, claim_abandons = $14, poisoned_at = $15, poison_reason = $16
+        claim_attempts = $13, claim_abandons = $14, poisoned_at = $15, poison_reason = $16,
+        admitted_at = $17
     WHERE run_id = $1";
 
 /// Stored events of one run at the given seqs: `$1` run_id, `$2` seqs.
@@ -406,6 +414,9 @@ pub(crate) struct Sql {
     pub insert_events: String,
     pub claim_due: String,
     pub explain_claim_due: String,
+    pub claim_fair: String,
+    pub set_tenant_share: String,
+    pub tenant_shares: String,
     pub release: String,
     pub abandon: String,
     pub select_run: String,
@@ -437,6 +448,9 @@ impl Sql {
             insert_events: r(&insert_events()),
             claim_due: r(CLAIM_DUE),
             explain_claim_due: r(&format!("EXPLAIN {CLAIM_DUE}")),
+            claim_fair: r(crate::fair::CLAIM_FAIR),
+            set_tenant_share: r(crate::fair::SET_TENANT_SHARE),
+            tenant_shares: r(crate::fair::TENANT_SHARES),
             release: r(RELEASE),
             abandon: r(ABANDON),
             select_run: r(&select_run(false)),

@@ -45,6 +45,7 @@ fn bind_ops(query: Statement<'_>, ops: OpsColumns) -> Statement<'_> {
         .bind(ops.claim_abandons)
         .bind(ops.poisoned_at)
         .bind(ops.poison_reason)
+        .bind(ops.admitted_at)
 }
 
 /// Whether a recorded wake is due at the caller's `now` (hint subscribers only then).
@@ -157,7 +158,8 @@ impl PostgresStore {
         let run = commit.run();
         let columns = codec::encode_run(run)?;
         let arrays = codec::encode_events(commit.events())?;
-        let new_ops = codec::encode_ops(&commit.committed_state());
+        // The stored marker is not read: the statement keeps or clears it with `$37`.
+        let new_ops = codec::encode_ops(&commit.committed_state(None));
         let now = commit.now().as_micros();
         let notify = matches!(commit.fence().schedule(), ClaimedSchedule::Release(_))
             && wake_is_due(new_ops.wake_at, now);
@@ -196,7 +198,8 @@ impl PostgresStore {
                 .bind(new_ops.claim_attempts)
                 .bind(new_ops.claim_abandons)
                 .bind(new_ops.poisoned_at)
-                .bind(new_ops.poison_reason),
+                .bind(new_ops.poison_reason)
+                .bind(commit.keeps_admission()),
         ))
     }
 

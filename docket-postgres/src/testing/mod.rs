@@ -225,6 +225,7 @@ pub async fn write_operational_state(
         .bind(columns.claim_abandons)
         .bind(columns.poisoned_at)
         .bind(columns.poison_reason)
+        .bind(columns.admitted_at)
         .execute(&mut conn)
         .await
         .map_err(error::safe)?;
