@@ -203,7 +203,8 @@ BEGIN
             FROM ready AS y
             UNION ALL
             SELECT e.id, 1, e.claimed_at,
-                   CASE WHEN e.k = 1 AND NOT (p_limit = 1 AND p_preference = 0
+                   CASE WHEN e.k = 1 AND NOT (p_limit = 1
+                                              AND COALESCE(p_preference = 0, false)
                                               AND EXISTS (SELECT FROM ready))
                         THEN 0 ELSE 2 END,
                    0, 0, ''::text, 0, e.run_id::text, NULL::text, NULL::integer
