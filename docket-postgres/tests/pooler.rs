@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use common::*;
 use docket_core::model::{OwnerScope, RunQuery, RunStatus};
-use docket_core::store::{ClaimedSchedule, ReleaseWake, RunStore, StoreError, Wakeups};
+use docket_core::store::{
+    ClaimPolicy, ClaimRequest, ClaimedSchedule, ReleaseWake, RunStore, StoreError, Wakeups,
+};
 use docket_postgres::testing::{test_url, PgBouncer, PostgresHarness, SchemaGuard};
 use docket_postgres::{driver_options, Pooler, PostgresOptions, PostgresStore};
 use futures::StreamExt;
@@ -86,12 +88,21 @@ async fn concurrent_clients_share_two_server_connections_without_meeting_each_ot
     while let Some(joined) = tasks.join_next().await {
         joined.expect("a starter task");
     }
-    // Now every store drains concurrently: claim, read, finish.
-    for store in &stores {
+    // Now every store drains concurrently: claim (every other store tenant-fair, through the
+    // claim function), read, finish.
+    for (i, store) in stores.iter().enumerate() {
         let store = store.clone();
+        let request = ClaimRequest {
+            policy: if i % 2 == 0 {
+                ClaimPolicy::TenantFair
+            } else {
+                ClaimPolicy::Oldest
+            },
+            ..policy(t(1), 2)
+        };
         tasks.spawn(async move {
             loop {
-                let batch = store.claim_due(&policy(t(1), 2)).await.expect("claim");
+                let batch = store.claim_due(&request).await.expect("claim");
                 if batch.leases.is_empty() {
                     return;
                 }

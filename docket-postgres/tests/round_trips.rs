@@ -8,7 +8,9 @@ mod common;
 use common::proxy::Proxy;
 use common::*;
 use docket_core::model::{EventQuery, OwnerScope, RunQuery, RunStatus};
-use docket_core::store::{ClaimedSchedule, ReleaseWake, RunStore, StoreError};
+use docket_core::store::{
+    ClaimPolicy, ClaimRequest, ClaimedSchedule, ReleaseWake, RunStore, StoreError,
+};
 use docket_postgres::testing::{self, test_url, PostgresHarness};
 use docket_postgres::{Pooler, PostgresOptions, PostgresStore};
 
@@ -343,6 +345,14 @@ async fn life(store: &PostgresStore, proxy: &Proxy, id: &str) -> Vec<(&'static s
         .await
         .expect("list events");
     count("list_events");
+    // The signal left the run due: a tenant-fair claim takes it, in one call too.
+    let fair = ClaimRequest {
+        policy: ClaimPolicy::TenantFair,
+        ..policy(t(4), 1)
+    };
+    let batch = store.claim_due(&fair).await.expect("fair claim");
+    assert_eq!(lease_ids(&batch), [id]);
+    count("claim_due (tenant_fair)");
     counts
 }
 
@@ -378,6 +388,10 @@ async fn behind_a_transaction_pooler_every_operation_costs_what_it_costs_directl
     assert_eq!(pooled_counts, direct_counts);
     assert!(
         direct_counts.contains(&("commit_claimed", 1)),
+        "{direct_counts:?}"
+    );
+    assert!(
+        direct_counts.contains(&("claim_due (tenant_fair)", 1)),
         "{direct_counts:?}"
     );
 }
