@@ -103,7 +103,7 @@ BEGIN
         SELECT r.scope_key INTO v_owner FROM {s}.runs AS r
             WHERE r.status = 'running' AND r.poisoned_at IS NULL AND r.claim_token IS NULL
               AND r.wake_at IS NOT NULL
-            ORDER BY r.scope_key LIMIT 1;
+            ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
         v_turn := 1;
     END IF;
 
@@ -158,7 +158,7 @@ BEGIN
             SELECT r.scope_key INTO v_next_key FROM {s}.runs AS r
                 WHERE r.status = 'running' AND r.poisoned_at IS NULL AND r.claim_token IS NULL
                   AND r.wake_at IS NOT NULL AND r.scope_key > v_owner
-                ORDER BY r.scope_key LIMIT 1;
+                ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
             IF v_next_key IS NOT NULL THEN
                 v_turn := 1;
             ELSIF v_cursor_key IS NOT NULL THEN
@@ -166,14 +166,14 @@ BEGIN
                 SELECT r.scope_key INTO v_next_key FROM {s}.runs AS r
                     WHERE r.status = 'running' AND r.poisoned_at IS NULL
                       AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
-                    ORDER BY r.scope_key LIMIT 1;
+                    ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
                 v_turn := 2;
             END IF;
         ELSE
             SELECT r.scope_key INTO v_next_key FROM {s}.runs AS r
                 WHERE r.status = 'running' AND r.poisoned_at IS NULL AND r.claim_token IS NULL
                   AND r.wake_at IS NOT NULL AND r.scope_key > v_owner
-                ORDER BY r.scope_key LIMIT 1;
+                ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
         END IF;
         IF v_turn = 2 AND v_next_key >= v_cursor_key THEN
             v_next_key := NULL;
