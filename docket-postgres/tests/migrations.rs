@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use docket_core::store::StoreError;
+use docket_core::store::{RunStore, StoreError};
 use docket_postgres::testing::{self, test_url, PostgresHarness};
 use docket_postgres::{PostgresOptions, PostgresStore, LATEST_VERSION};
 use sqlx::{Connection, PgConnection};
@@ -344,4 +344,60 @@ async fn a_starter_that_waited_while_another_created_the_schema_still_migrates()
         .expect("drop");
     migrated.expect("the starter migrates");
     assert_eq!(version.expect("version"), LATEST_VERSION);
+}
+
+/// A store written at schema version 3 (rows claimed and due, no fair-claim objects yet)
+/// migrates to version 4 in place: its rows decode with no admission marker, `Oldest` and
+/// `TenantFair` claims both work on it, and the claimed run keeps its claim.
+#[tokio::test]
+async fn a_version_3_store_with_runs_migrates_to_tenant_fair_claiming() {
+    let (store, guard) = open().await;
+    let schema = guard.schema().to_owned();
+    start(&store, &tenant("a"), "held", t(0)).await;
+    let lease = claim_one(&store, t(1)).await;
+    start(&store, &tenant("a"), "a-due", t(0)).await;
+    start(&store, &tenant("b"), "b-due", t(0)).await;
+    // Back to what version 3 stored: the objects version 4 added are gone.
+    let mut conn = admin().await;
+    sqlx::raw_sql(&format!(
+        "DROP FUNCTION {schema}.docket_claim_fair;
+         DROP TABLE {schema}.claim_cursor, {schema}.tenant_shares;
+         DROP INDEX {schema}.runs_ready_owner_index;
+         ALTER TABLE {schema}.runs DROP COLUMN admitted_at;
+         DELETE FROM {schema}.docket_schema_migrations WHERE version = 4;"
+    ))
+    .execute(&mut conn)
+    .await
+    .expect("back to version 3");
+    drop(store);
+    let options = PostgresOptions {
+        schema: schema.clone(),
+        ..docket_postgres::parse_url(&test_url()).expect("url")
+    };
+    let store = PostgresStore::open(options).await.expect("migrate to 4");
+    let version: i32 = sqlx::query_scalar(&format!(
+        "SELECT max(version) FROM {schema}.docket_schema_migrations"
+    ))
+    .fetch_one(&mut conn)
+    .await
+    .expect("version");
+    assert_eq!(version, LATEST_VERSION);
+    let held = testing::operational_state(&store, &rid("held"))
+        .await
+        .expect("decode");
+    assert_eq!(held.claim_token.as_ref(), Some(&lease.claim_token));
+    assert_eq!(held.admitted_at, None);
+    let fair = docket_core::store::ClaimRequest {
+        policy: docket_core::store::ClaimPolicy::TenantFair,
+        ..policy(t(2), 1)
+    };
+    let batch = store.claim_due(&fair).await.expect("fair claim");
+    assert_eq!(lease_ids(&batch), ["a-due"]);
+    let admitted = testing::operational_state(&store, &rid("a-due"))
+        .await
+        .expect("decode");
+    assert_eq!(admitted.admitted_at, Some(t(2)));
+    let batch = store.claim_due(&policy(t(2), 5)).await.expect("oldest claim");
+    assert_eq!(lease_ids(&batch), ["b-due"]);
+    drop(guard);
 }

@@ -34,12 +34,14 @@ pub fn pool(store: &PostgresStore) -> &PgPool {
 
 /// Tables of the store's schema with the key they are dumped in.
 const SNAPSHOT_ORDER: &[(&str, &str)] = &[
+    ("claim_cursor", "singleton"),
     ("docket_schema_migrations", "version"),
     ("events", "run_id, seq"),
     ("graph_versions", "scope_key, graph_id, graph_hash"),
     ("ops_operations", "owner_id, op_id"),
     ("ops_owners", "owner_id"),
     ("runs", "run_id"),
+    ("tenant_shares", "tenant_id"),
 ];
 
 /// The operation registry's tables, in dump order.
