@@ -53,6 +53,23 @@ const VIOLATIONS: &[(&str, &str)] = &[
         "UPDATE {s}.runs SET tenant_id = '' WHERE run_id = $1",
     ),
     (
+        "only a running, healthy run holds an admission marker",
+        "UPDATE {s}.runs SET admitted_at = 1, poisoned_at = 1,
+             poison_reason = 'max_claim_attempts_exceeded', wake_at = NULL WHERE run_id = $1",
+    ),
+    (
+        "a tenant share has a positive weight",
+        "INSERT INTO {s}.tenant_shares (tenant_id, weight, cap) VALUES ($1, 0, NULL)",
+    ),
+    (
+        "a tenant share's cap is positive",
+        "INSERT INTO {s}.tenant_shares (tenant_id, weight, cap) VALUES ($1, 1, 0)",
+    ),
+    (
+        "the claim cursor names an owner and a count together",
+        "UPDATE {s}.claim_cursor SET scope_key = $1",
+    ),
+    (
         "event seqs start at 1",
         "UPDATE {s}.events SET seq = 0 WHERE run_id = $1",
     ),
