@@ -167,7 +167,13 @@ async fn fair_backlog(store: &PostgresStore, pending: u64, now: Timestamp) -> Re
         graph_id: GraphId::new("fair").map_err(|e| e.to_string())?,
         graph_hash: graph_hash(&doc),
     };
-    for (name, pending) in [("big", pending), ("s1", 100), ("s2", 100), ("s3", 100), ("s4", 100)] {
+    for (name, pending) in [
+        ("big", pending),
+        ("s1", 100),
+        ("s2", 100),
+        ("s3", 100),
+        ("s4", 100),
+    ] {
         let owner = OwnerScope::Tenant(TenantId::new(name).map_err(|e| e.to_string())?);
         store
             .save_graph(&owner, &graph, &doc, now)
@@ -219,7 +225,10 @@ async fn timed_claim(
     let batch = store.claim_due(&request).await.map_err(failed("claim"))?;
     let took = started.elapsed();
     if batch.leases.len() != 10 {
-        return Err(format!("{policy:?} leased {} runs, not 10", batch.leases.len()));
+        return Err(format!(
+            "{policy:?} leased {} runs, not 10",
+            batch.leases.len()
+        ));
     }
     for lease in &batch.leases {
         store
@@ -262,10 +271,13 @@ async fn fair_cost(args: &[String]) -> Result<(), String> {
     }
     summary("oldest", oldest);
     summary("tenant_fair", fair);
-    sqlx::raw_sql(&format!("DROP INDEX {}.runs_ready_owner_index", store.schema()))
-        .execute(testing::pool(&store))
-        .await
-        .map_err(|e| format!("drop index: {e}"))?;
+    sqlx::raw_sql(&format!(
+        "DROP INDEX {}.runs_ready_owner_index",
+        store.schema()
+    ))
+    .execute(testing::pool(&store))
+    .await
+    .map_err(|e| format!("drop index: {e}"))?;
     let mut without = Vec::new();
     let mut with_index = Vec::new();
     // Claim + hand-back cycles with and without the index, on two schemas would differ in

@@ -75,7 +75,9 @@ impl PostgresStore {
         Ok(())
     }
 
-    pub(crate) async fn do_tenant_shares(&self) -> Result<Vec<(TenantId, TenantShare)>, StoreError> {
+    pub(crate) async fn do_tenant_shares(
+        &self,
+    ) -> Result<Vec<(TenantId, TenantShare)>, StoreError> {
         let mut conn = self.conn().await?;
         let rows = self
             .q(&self.sql().tenant_shares)

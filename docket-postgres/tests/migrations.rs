@@ -397,7 +397,10 @@ async fn a_version_3_store_with_runs_migrates_to_tenant_fair_claiming() {
         .await
         .expect("decode");
     assert_eq!(admitted.admitted_at, Some(t(2)));
-    let batch = store.claim_due(&policy(t(2), 5)).await.expect("oldest claim");
+    let batch = store
+        .claim_due(&policy(t(2), 5))
+        .await
+        .expect("oldest claim");
     assert_eq!(lease_ids(&batch), ["b-due"]);
     drop(guard);
 }
