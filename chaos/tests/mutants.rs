@@ -21,7 +21,8 @@ use docket_core::memory::{Faults, MemoryStore};
 use docket_core::model::{ClaimToken, Event, Run, RunId, Scope};
 use docket_core::store::layer::commit_each;
 use docket_core::store::{
-    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, Layered, StoreError, StoreLayer,
+    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, Layered, StoreError,
+    StoreLayer,
 };
 
 /// Commits with the token `claim_due` minted last for the run, whatever the caller presents.

@@ -116,6 +116,7 @@ impl RedisStore {
             }),
         };
         store.check_server().await?;
+        store.migrate_layout().await.map_err(ConnectError::Store)?;
         Ok(store)
     }
 

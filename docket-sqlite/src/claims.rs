@@ -36,7 +36,10 @@ fn candidates(
 }
 
 /// `claim_due`: at most `limit` outcomes (leases + poisons), atomically.
-pub(crate) fn claim_due(conn: &Connection, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
+pub(crate) fn claim_due(
+    conn: &Connection,
+    policy: &ClaimRequest,
+) -> Result<ClaimBatch, StoreError> {
     let limit = policy.limit.get();
     let ttl = i64::try_from(policy.orphan_ttl_ms).unwrap_or(i64::MAX);
     // The oldest `limit` of each class are enough: the selection keeps at most `limit`, in

@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 
 use crate::model::TenantId;
 use crate::store::rules::claim_pass::{claim_pass, ClaimPassOutcome, ClaimRow};
-use crate::store::rules::tenant_fair::FairContext;
 use crate::store::rules::effects::{
     apply_abandon, apply_release, apply_retry_poisoned, validate_abandon_policy,
 };
+use crate::store::rules::tenant_fair::FairContext;
 use crate::store::{
     AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, StoreError, TenantShare,
 };

@@ -11,8 +11,8 @@ pub mod traits;
 pub mod url;
 
 pub use claim::{
-    AbandonBackoff, AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimCursor,
-    ClaimLease, ClaimPolicy, ClaimRequest, PoisonedClaim, TenantShare,
+    AbandonBackoff, AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass,
+    ClaimCursor, ClaimLease, ClaimPolicy, ClaimRequest, PoisonedClaim, TenantShare,
 };
 pub use error::{Message, SourceError, StoreError, StoreErrorKind};
 pub use layer::{Layered, StoreLayer};

@@ -234,8 +234,11 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     ///
     /// # Errors
     /// Infrastructure errors only; nothing is stored on error.
-    async fn set_tenant_share(&self, tenant: &TenantId, share: TenantShare)
-        -> Result<(), StoreError>;
+    async fn set_tenant_share(
+        &self,
+        tenant: &TenantId,
+        share: TenantShare,
+    ) -> Result<(), StoreError>;
 
     /// Every stored tenant share, by tenant id in byte order.
     ///

@@ -20,8 +20,8 @@ use docket_core::model::{
 };
 use docket_core::runtime::{Disposition, Moment, Mutation, ParkKind, ParkReason};
 use docket_core::store::{
-    ClaimLease, ClaimRequest, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal, ReleaseWake,
-    RunStore, StoreError, StoreErrorKind, UnclaimedCommit,
+    ClaimLease, ClaimRequest, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal,
+    ReleaseWake, RunStore, StoreError, StoreErrorKind, UnclaimedCommit,
 };
 
 /// A fixed origin so test times read as small offsets.

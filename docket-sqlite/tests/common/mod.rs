@@ -12,8 +12,8 @@ use docket_core::model::{
     RunId, RunStatus, Scope, TenantId, Timestamp, ValueMap,
 };
 use docket_core::store::{
-    ClaimLease, ClaimRequest, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal, ReleaseWake,
-    RunStore, StoreError, UnclaimedCommit,
+    ClaimLease, ClaimRequest, ClaimedCommit, ClaimedSchedule, GraphStore, InitProposal,
+    ReleaseWake, RunStore, StoreError, UnclaimedCommit,
 };
 use docket_sqlite::testing::{raw_snapshot, SqliteGuard};
 use docket_sqlite::{SqliteOptions, SqliteStore};

@@ -21,8 +21,7 @@ use tracing::Instrument;
 
 use docket_core::model::{Clock, RunId};
 use docket_core::store::{
-    Backend, ClaimBatch, ClaimLease, ClaimPolicy, ClaimRequest, PoisonedClaim, StoreError,
-    Wakeups,
+    Backend, ClaimBatch, ClaimLease, ClaimPolicy, ClaimRequest, PoisonedClaim, StoreError, Wakeups,
 };
 
 use super::admission::AdmissionPhase;

@@ -449,10 +449,24 @@ mod tests {
         assert_eq!(ops.admitted_at, None, "oldest never admits");
         apply_admission(&mut ops, fair, t(1));
         apply_admission(&mut ops, fair, t(2));
-        assert_eq!(ops.admitted_at, Some(t(1)), "a later lease keeps the first admission");
+        assert_eq!(
+            ops.admitted_at,
+            Some(t(1)),
+            "a later lease keeps the first admission"
+        );
         let immediate = ClaimedSchedule::Release(ReleaseWake::Immediate);
-        apply_commit(&mut ops, CheckpointType::StepCommitted, immediate, true, t(3));
-        assert_eq!(ops.admitted_at, Some(t(1)), "an immediate hand-back keeps it");
+        apply_commit(
+            &mut ops,
+            CheckpointType::StepCommitted,
+            immediate,
+            true,
+            t(3),
+        );
+        assert_eq!(
+            ops.admitted_at,
+            Some(t(1)),
+            "an immediate hand-back keeps it"
+        );
         assert!(!apply_release(&mut ops, &token, t(4)) && ops.admitted_at.is_some());
         for (schedule, claimed) in [
             (immediate, false),
@@ -461,7 +475,13 @@ mod tests {
             (ClaimedSchedule::Release(ReleaseWake::Terminal), true),
         ] {
             let mut again = ops.clone();
-            apply_commit(&mut again, CheckpointType::StepCommitted, schedule, claimed, t(5));
+            apply_commit(
+                &mut again,
+                CheckpointType::StepCommitted,
+                schedule,
+                claimed,
+                t(5),
+            );
             assert_eq!(again.admitted_at, None, "{schedule:?} claimed={claimed}");
         }
         assert!(commit_keeps_admission(true, ClaimedSchedule::RetainClaim));
