@@ -129,6 +129,25 @@ macro_rules! __case_table {
                 a_poisoned_head_consumes_its_class_reservation,
                 committed_progress_keeps_a_run_from_attempt_poison,
             }
+            fairness {
+                tenant_fair_serves_owners_breadth_first_in_key_order,
+                tenant_fair_serves_each_owners_runs_oldest_wake_first,
+                the_cursor_carries_the_round_robin_across_claims,
+                new_work_behind_the_cursor_waits_for_the_next_round,
+                a_claim_without_ready_work_keeps_the_cursor,
+                the_oldest_steal_comes_before_the_round_and_the_rest_after,
+                the_demand_one_preference_picks_the_class,
+                oldest_ignores_shares_and_never_admits,
+                a_weight_gives_that_many_claims_per_round,
+                a_cap_bounds_the_runs_claimed_at_once,
+                a_cap_counts_expired_claims_and_steals_ignore_it,
+                caps_hold_under_eight_racing_claimers,
+                shares_are_stored_replaced_and_listed_by_tenant,
+                cooperative_work_keeps_the_admission,
+                timed_external_and_terminal_releases_clear_the_admission,
+                a_signal_clears_the_admission,
+                abandons_poisons_and_recovery_clear_the_admission,
+            }
             handback {
                 a_steal_invalidates_the_old_token_everywhere,
                 release_wakes_at_the_release_time_and_keeps_attempts,

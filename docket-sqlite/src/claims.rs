@@ -10,10 +10,14 @@ use rusqlite::{params, Connection};
 use docket_core::model::{ClaimToken, Run, RunId, Scope, Timestamp};
 use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
 use docket_core::store::rules::effects::{apply_abandon, apply_release, apply_retry_poisoned};
-use docket_core::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, StoreError};
+use docket_core::store::rules::tenant_fair::FairContext;
+use docket_core::store::{
+    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimPolicy, ClaimRequest, StoreError,
+};
 
-use crate::codec::{decode_ops, row_values, OpsRow, OPS_COLUMNS};
+use crate::codec::{decode_ops, row_values, OpsRow, OPS_COLUMNS, OPS_COLUMN_COUNT};
 use crate::error::SqlResult;
+use crate::fairness;
 use crate::sql::{load_ops, load_run, update_ops};
 
 fn candidates(
@@ -25,7 +29,7 @@ fn candidates(
     let mut stmt = conn.prepare_cached(sql).sql()?;
     let rows = stmt
         .query_map(params![bound.as_micros(), i64::from(limit)], |row| {
-            row_values(row, 14)
+            row_values(row, OPS_COLUMN_COUNT)
         })
         .sql()?;
     let mut out = Vec::new();
@@ -44,17 +48,20 @@ pub(crate) fn claim_due(
     let ttl = i64::try_from(policy.orphan_ttl_ms).unwrap_or(i64::MAX);
     // The oldest `limit` of each class are enough: the selection keeps at most `limit`, in
     // `(eligible_at, run_id)` order within a class, which is the index order.
-    let ready = candidates(
-        conn,
-        &format!(
-            "SELECT {OPS_COLUMNS} FROM docket_runs \
-             WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL \
-               AND wake_at IS NOT NULL AND wake_at <= ?1 \
-             ORDER BY wake_at, run_id LIMIT ?2"
-        ),
-        policy.now,
-        limit,
-    )?;
+    let ready = match policy.policy {
+        ClaimPolicy::Oldest => candidates(
+            conn,
+            &format!(
+                "SELECT {OPS_COLUMNS} FROM docket_runs \
+                 WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL \
+                   AND wake_at IS NOT NULL AND wake_at <= ?1 \
+                 ORDER BY wake_at, run_id LIMIT ?2"
+            ),
+            policy.now,
+            limit,
+        )?,
+        ClaimPolicy::TenantFair => fairness::ready_heads(conn, policy.now, limit)?,
+    };
     let expired = candidates(
         conn,
         &format!(
@@ -75,11 +82,20 @@ pub(crate) fn claim_due(
         checkpoint_seq: row.checkpoint_seq,
         ops: row.ops,
     });
-    let (batch, changed) = claim_pass(rows.collect::<Vec<_>>(), policy);
-    for row in &changed {
+    let outcome = match policy.policy {
+        ClaimPolicy::Oldest => claim_pass(rows.collect::<Vec<_>>(), policy, &FairContext::empty()),
+        ClaimPolicy::TenantFair => {
+            let state = fairness::load(conn)?;
+            claim_pass(rows.collect::<Vec<_>>(), policy, &state.context())
+        }
+    };
+    for row in &outcome.changed {
         update_ops(conn, &row.run_id, &row.ops)?;
     }
-    Ok(batch)
+    if let Some(cursor) = &outcome.cursor {
+        fairness::store_cursor(conn, cursor)?;
+    }
+    Ok(outcome.batch)
 }
 
 /// `release_claim`: clears a current claim (wake now); anything else is a no-op.

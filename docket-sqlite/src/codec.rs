@@ -25,14 +25,22 @@ use docket_core::store::StoreError;
 pub(crate) const RUN_COLUMNS: &str = "run_id, scope_key, graph_id, graph_hash, status, step, \
      checkpoint_seq, event_seq, document, latest_checkpoint_type, claim_token, claimed_at, \
      wake_at, claim_attempts, claim_abandons, poisoned_at, poison_reason, started_at, \
-     updated_at, finished_at";
+     updated_at, finished_at, admitted_at";
 const RUN_OPS_BASE: usize = 9;
+/// Position of `admitted_at` in a [`RUN_COLUMNS`] row.
+const RUN_ADMITTED_AT: usize = 20;
+/// How many columns [`RUN_COLUMNS`] names.
+pub(crate) const RUN_COLUMN_COUNT: usize = 21;
 
 /// Columns of an operational row (no document), in decoding order.
 pub(crate) const OPS_COLUMNS: &str = "run_id, scope_key, graph_id, graph_hash, status, \
      checkpoint_seq, latest_checkpoint_type, claim_token, claimed_at, wake_at, claim_attempts, \
-     claim_abandons, poisoned_at, poison_reason";
+     claim_abandons, poisoned_at, poison_reason, admitted_at";
 const OPS_BASE: usize = 6;
+/// Position of `admitted_at` in an [`OPS_COLUMNS`] row.
+const OPS_ADMITTED_AT: usize = 14;
+/// How many columns [`OPS_COLUMNS`] names.
+pub(crate) const OPS_COLUMN_COUNT: usize = 15;
 
 /// Columns of a run summary, in decoding order.
 pub(crate) const SUMMARY_COLUMNS: &str = "run_id, scope_key, graph_id, graph_hash, status, step, \
@@ -170,7 +178,12 @@ impl<'a> Fields<'a> {
 
     /// The operational columns starting at `base`: latest_checkpoint_type, claim_token,
     /// claimed_at, wake_at, claim_attempts, claim_abandons, poisoned_at, poison_reason.
-    fn ops(&self, base: usize, status: RunStatus) -> Result<OperationalState, StoreError> {
+    fn ops(
+        &self,
+        base: usize,
+        admitted: usize,
+        status: RunStatus,
+    ) -> Result<OperationalState, StoreError> {
         let checkpoint = self.text(base, "latest_checkpoint_type")?;
         let latest_checkpoint_type = CheckpointType::parse(checkpoint)
             .ok_or_else(|| self.corrupt(format!("unknown checkpoint type {checkpoint:?}")))?;
@@ -198,6 +211,7 @@ impl<'a> Fields<'a> {
             claim_abandons: self.u32(base + 5, "claim_abandons")?,
             poison,
             latest_checkpoint_type,
+            admitted_at: self.opt_ts(admitted, "admitted_at")?,
         };
         check_row_invariants(status, &ops).map_err(|e| self.corrupt(e))?;
         Ok(ops)
@@ -247,7 +261,7 @@ pub(crate) fn decode_run(values: &[Value]) -> Result<StoredRun, StoreError> {
         return Err(f.corrupt(format!("column {column} disagrees with the document")));
     }
     validate_durable(&run).map_err(|e| f.corrupt(e))?;
-    let ops = f.ops(RUN_OPS_BASE, status)?;
+    let ops = f.ops(RUN_OPS_BASE, RUN_ADMITTED_AT, status)?;
     Ok(StoredRun { owner, run, ops })
 }
 
@@ -271,7 +285,7 @@ pub(crate) fn decode_head(values: &[Value]) -> Result<(StoredHead, OpsRow), Stor
 }
 
 /// Position of `started_at` in a head row (right after [`OPS_COLUMNS`]).
-pub(crate) const HEAD_STARTED_AT: usize = 14;
+pub(crate) const HEAD_STARTED_AT: usize = OPS_COLUMN_COUNT;
 
 /// Decodes a row selected with [`OPS_COLUMNS`].
 ///
@@ -288,7 +302,7 @@ pub(crate) fn decode_ops(values: &[Value]) -> Result<OpsRow, StoreError> {
         graph_hash: f.graph_hash(3)?,
         status,
         checkpoint_seq: f.u64(5, "checkpoint_seq")?,
-        ops: f.ops(OPS_BASE, status)?,
+        ops: f.ops(OPS_BASE, OPS_ADMITTED_AT, status)?,
         run_id,
     })
 }

@@ -3,6 +3,7 @@
 mod claims;
 mod codec;
 mod error;
+mod fairness;
 mod graphs;
 mod ops;
 pub mod options;

@@ -27,6 +27,7 @@ pub(crate) fn inspect(
         claim_attempts: stored.ops.claim_attempts,
         claim_abandons: stored.ops.claim_abandons,
         poison: stored.ops.poison,
+        admitted_at: stored.ops.admitted_at,
         run: stored.run,
     })
 }

@@ -18,11 +18,11 @@ pub const APPLICATION_ID: i64 = 0x646f_6b74;
 const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Migration `n` moves the schema from version `n` to `n + 1`. Released migrations are never
 /// edited: a change is a new step.
-const MIGRATIONS: [&str; 2] = [V1, V2];
+const MIGRATIONS: [&str; 3] = [V1, V2, V3];
 
 const V1: &str = r"
 CREATE TABLE docket_graph_versions (
@@ -153,6 +153,31 @@ CREATE TABLE docket_ops_operations (
 CREATE UNIQUE INDEX docket_ops_completion
     ON docket_ops_operations (owner_id, completion_seq) WHERE completion_seq IS NOT NULL;
 CREATE INDEX docket_ops_listing ON docket_ops_operations (owner_id, display_name, op_id);
+";
+
+/// Version 3: tenant-fair claiming. The admission marker on the run row (only a running,
+/// healthy row may hold one), each owner's ready runs indexed by owner so a fair claim reads
+/// only the heads of each owner's queue, the stored tenant shares, and the one-row cursor of
+/// the round robin.
+const V3: &str = r"
+ALTER TABLE docket_runs ADD COLUMN admitted_at INTEGER NULL
+    CHECK (admitted_at IS NULL OR (status = 'running' AND poisoned_at IS NULL));
+
+CREATE INDEX docket_runs_ready_by_owner ON docket_runs (scope_key, wake_at, run_id)
+    WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL
+      AND wake_at IS NOT NULL;
+
+CREATE TABLE docket_tenant_shares (
+    tenant_id TEXT    NOT NULL PRIMARY KEY CHECK (tenant_id <> ''),
+    weight    INTEGER NOT NULL CHECK (weight BETWEEN 1 AND 4294967295),
+    cap       INTEGER NULL CHECK (cap IS NULL OR cap BETWEEN 1 AND 4294967295)
+) STRICT;
+
+CREATE TABLE docket_claim_cursor (
+    id        INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+    scope_key TEXT    NOT NULL,
+    taken     INTEGER NOT NULL CHECK (taken BETWEEN 1 AND 4294967295)
+) STRICT;
 ";
 
 /// Pragmas every connection gets.

@@ -10,7 +10,8 @@ use docket_core::store::StoreError;
 
 use crate::codec::{
     decode_event, decode_head, decode_ops, decode_run, encode_document, encode_map, row_values,
-    sql_u64, OpsRow, StoredRun, EVENT_COLUMNS, HEAD_STARTED_AT, OPS_COLUMNS, RUN_COLUMNS,
+    sql_u64, OpsRow, StoredRun, EVENT_COLUMNS, HEAD_STARTED_AT, OPS_COLUMNS, OPS_COLUMN_COUNT,
+    RUN_COLUMNS, RUN_COLUMN_COUNT,
 };
 use crate::error::{commit_error, SqlResult};
 
@@ -86,7 +87,7 @@ pub(crate) fn load_run(
             "SELECT {RUN_COLUMNS} FROM docket_runs WHERE run_id = ?1"
         ))
         .sql()?
-        .query_row([run_id.as_str()], |row| row_values(row, 20))
+        .query_row([run_id.as_str()], |row| row_values(row, RUN_COLUMN_COUNT))
         .optional()
         .sql()?;
     values.as_deref().map(decode_run).transpose()
@@ -136,7 +137,7 @@ pub(crate) fn load_ops(conn: &Connection, run_id: &RunId) -> Result<Option<OpsRo
             "SELECT {OPS_COLUMNS} FROM docket_runs WHERE run_id = ?1"
         ))
         .sql()?
-        .query_row([run_id.as_str()], |row| row_values(row, 14))
+        .query_row([run_id.as_str()], |row| row_values(row, OPS_COLUMN_COUNT))
         .optional()
         .sql()?;
     values.as_deref().map(decode_ops).transpose()
@@ -205,7 +206,8 @@ pub(crate) fn update_run(
         "UPDATE docket_runs SET status = ?2, step = ?3, checkpoint_seq = ?4, event_seq = ?5, \
          document = ?6, updated_at = ?7, finished_at = ?8, latest_checkpoint_type = ?9, \
          claim_token = ?10, claimed_at = ?11, wake_at = ?12, claim_attempts = ?13, \
-         claim_abandons = ?14, poisoned_at = ?15, poison_reason = ?16 WHERE run_id = ?1",
+         claim_abandons = ?14, poisoned_at = ?15, poison_reason = ?16, admitted_at = ?17 \
+         WHERE run_id = ?1",
     )
     .sql()?
     .execute(params![
@@ -225,6 +227,7 @@ pub(crate) fn update_run(
         i64::from(ops.claim_abandons),
         ops.poison.map(|p| p.poisoned_at.as_micros()),
         ops.poison.map(|p| p.reason.as_str()),
+        ops.admitted_at.map(Timestamp::as_micros),
     ])
     .sql()?;
     Ok(())
@@ -239,7 +242,7 @@ pub(crate) fn update_ops(
     conn.prepare_cached(
         "UPDATE docket_runs SET latest_checkpoint_type = ?2, claim_token = ?3, claimed_at = ?4, \
          wake_at = ?5, claim_attempts = ?6, claim_abandons = ?7, poisoned_at = ?8, \
-         poison_reason = ?9 WHERE run_id = ?1",
+         poison_reason = ?9, admitted_at = ?10 WHERE run_id = ?1",
     )
     .sql()?
     .execute(params![
@@ -252,6 +255,7 @@ pub(crate) fn update_ops(
         i64::from(ops.claim_abandons),
         ops.poison.map(|p| p.poisoned_at.as_micros()),
         ops.poison.map(|p| p.reason.as_str()),
+        ops.admitted_at.map(Timestamp::as_micros),
     ])
     .sql()?;
     Ok(())

@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use docket_core::graph::GraphDocument;
 use docket_core::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, TenantId,
+    Timestamp,
 };
 use docket_core::ops::OpsLifecycleRegistry;
 use docket_core::store::rules::effects::validate_abandon_policy;
@@ -20,13 +21,13 @@ use docket_core::store::rules::queries::{
 use docket_core::store::rules::transition::{Commit, Init, Planned};
 use docket_core::store::{
     AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit,
-    GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
-    Wakeups,
+    GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, TenantShare,
+    UnclaimedCommit, Wakeups,
 };
 
 use crate::sql::{immediate, snapshot};
 use crate::store::SqliteStore;
-use crate::{claims, graphs, prune, reads, transitions};
+use crate::{claims, fairness, graphs, prune, reads, transitions};
 
 impl SqliteStore {
     /// Sends a hint when a transition left a wake that is already due.
@@ -189,6 +190,22 @@ impl RunStore for SqliteStore {
             self.hint();
         }
         Ok(run)
+    }
+
+    async fn set_tenant_share(
+        &self,
+        tenant: &TenantId,
+        share: TenantShare,
+    ) -> Result<(), StoreError> {
+        let tenant = tenant.clone();
+        self.inner
+            .workers
+            .write(move |conn| immediate(conn, |tx| fairness::set_share(tx, &tenant, share)))
+            .await
+    }
+
+    async fn tenant_shares(&self) -> Result<Vec<(TenantId, TenantShare)>, StoreError> {
+        self.inner.workers.read(|conn| fairness::shares(conn)).await
     }
 
     async fn fetch_event(

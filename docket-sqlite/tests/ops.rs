@@ -48,10 +48,14 @@ async fn a_version_one_database_gains_the_registry_and_keeps_its_runs() {
         .expect("a run before the downgrade");
     let path = fx.guard.path().to_path_buf();
     drop(fx.store);
-    // What a version-1 file looks like: the registry's tables do not exist yet.
+    // What a version-1 file looks like: neither the registry's tables (version 2) nor the
+    // tenant-fair column, index and tables (version 3) exist yet.
     execute_sql(
         &path,
-        "DROP TABLE docket_ops_operations; DROP TABLE docket_ops_owners; PRAGMA user_version = 1;",
+        "DROP TABLE docket_ops_operations; DROP TABLE docket_ops_owners; \
+         DROP INDEX docket_runs_ready_by_owner; DROP TABLE docket_tenant_shares; \
+         DROP TABLE docket_claim_cursor; ALTER TABLE docket_runs DROP COLUMN admitted_at; \
+         PRAGMA user_version = 1;",
     )
     .expect("turn the file back into version 1");
     let store = SqliteStore::open(SqliteOptions::new(&path))
@@ -70,6 +74,25 @@ async fn a_version_one_database_gains_the_registry_and_keeps_its_runs() {
         .await
         .expect("the run survived the migration");
     assert_eq!(kept, run);
+    assert_eq!(store.tenant_shares().await.expect("shares"), Vec::new());
+    let fair = docket_core::store::ClaimRequest {
+        policy: docket_core::store::ClaimPolicy::TenantFair,
+        now: t(5),
+        limit: std::num::NonZeroU32::MIN,
+        orphan_ttl_ms: 60_000,
+        max_claim_attempts: std::num::NonZeroU32::MIN,
+        preference: None,
+    };
+    let batch = store
+        .claim_due(&fair)
+        .await
+        .expect("a fair claim after migrating");
+    assert_eq!(batch.leases.len(), 1);
+    let info = store
+        .inspect_run(&Scope::System, &run.id)
+        .await
+        .expect("inspect");
+    assert_eq!(info.admitted_at, Some(t(5)));
     let record = store
         .register_operation(&owner(1), &spec(1), None, t(2))
         .await

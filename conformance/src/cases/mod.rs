@@ -10,6 +10,7 @@ pub mod batches;
 pub mod claims;
 pub mod drains;
 pub mod events;
+pub mod fairness;
 pub mod graphs;
 pub mod handback;
 pub mod model;

@@ -49,6 +49,12 @@ pub(super) fn raw_snapshot(state: &State) -> String {
             );
         }
     }
+    for (tenant, share) in &state.fair.shares {
+        let _ = writeln!(out, "share tenant={tenant} {}", json(share));
+    }
+    if let Some(cursor) = &state.fair.cursor {
+        let _ = writeln!(out, "cursor {}", json(cursor));
+    }
     out
 }
 

@@ -5,17 +5,27 @@
 //! recovery, which returns the run): the shared rules decide, this store only feeds them its
 //! rows and writes back the result.
 
-use docket_core::model::{ClaimToken, Run, RunId, Scope, Timestamp};
-use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
+use std::collections::BTreeMap;
+
+use docket_core::model::{ClaimToken, Run, RunId, Scope, TenantId, Timestamp};
+use docket_core::store::rules::claim_pass::{claim_pass, ClaimPassOutcome, ClaimRow};
 use docket_core::store::rules::effects::{apply_abandon, apply_release, apply_retry_poisoned};
-use docket_core::store::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, StoreError};
+use docket_core::store::rules::tenant_fair::FairContext;
+use docket_core::store::{
+    AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, StoreError, TenantShare,
+};
 
 use crate::codec::decode_run;
 use crate::tables::Tables;
 
 /// Selects and claims (or poisons) due runs, from columns and operational state only: the
-/// shared claim rules decide, this store only feeds them its rows and writes back the result.
+/// shared claim rules decide, this store only feeds them its rows, its tenant shares, the
+/// runs each owner holds claimed and the fair cursor, and writes back the result.
 pub(crate) fn claim_due(tables: &mut Tables, policy: &ClaimRequest) -> ClaimBatch {
+    let mut claimed: BTreeMap<String, u32> = BTreeMap::new();
+    for row in tables.runs.values().filter(|r| r.ops.claim_token.is_some()) {
+        *claimed.entry(row.owner.scope_key().to_owned()).or_default() += 1;
+    }
     let rows: Vec<ClaimRow> = tables
         .runs
         .iter()
@@ -29,7 +39,19 @@ pub(crate) fn claim_due(tables: &mut Tables, policy: &ClaimRequest) -> ClaimBatc
             ops: row.ops.clone(),
         })
         .collect();
-    let (batch, changed) = claim_pass(rows, policy);
+    let fair = FairContext {
+        shares: &tables.shares,
+        claimed: &claimed,
+        cursor: tables.cursor.as_ref(),
+    };
+    let ClaimPassOutcome {
+        batch,
+        changed,
+        cursor,
+    } = claim_pass(rows, policy, &fair);
+    if cursor.is_some() {
+        tables.cursor = cursor;
+    }
     for row in changed {
         if let Some(stored) = tables.runs.get_mut(&row.run_id) {
             stored.ops = row.ops;
@@ -76,4 +98,18 @@ pub(crate) fn retry_poisoned(
         }
     }
     Ok(run)
+}
+
+/// `set_tenant_share`: one entry per tenant, replaced on every call.
+pub(crate) fn set_share(tables: &mut Tables, tenant: &TenantId, share: TenantShare) {
+    tables.shares.insert(tenant.as_str().to_owned(), share);
+}
+
+/// `tenant_shares`: every entry, by tenant id in byte order (the map's order).
+pub(crate) fn shares(tables: &Tables) -> Vec<(TenantId, TenantShare)> {
+    tables
+        .shares
+        .iter()
+        .filter_map(|(key, share)| TenantId::new(key.clone()).ok().map(|id| (id, *share)))
+        .collect()
 }

@@ -45,6 +45,7 @@ pub(crate) fn inspect(
         claim_attempts: row.ops.claim_attempts,
         claim_abandons: row.ops.claim_abandons,
         poison: row.ops.poison,
+        admitted_at: row.ops.admitted_at,
     })
 }
 

@@ -7,7 +7,7 @@ use docket_core::model::{
     GraphHash, GraphId, OperationalState, OwnerScope, RunId, RunStatus, Scope, Timestamp,
 };
 use docket_core::ops::{OperationId, SessionId};
-use docket_core::store::StoreError;
+use docket_core::store::{ClaimCursor, StoreError, TenantShare};
 
 use crate::ops::rows::{OperationRow, OwnerRow};
 
@@ -24,6 +24,10 @@ pub(crate) struct Tables {
     pub ops_owners: BTreeMap<SessionId, OwnerRow>,
     /// Registry operations by owner and id.
     pub operations: BTreeMap<(SessionId, OperationId), OperationRow>,
+    /// Tenant shares by tenant id (`OwnerScope::scope_key`).
+    pub shares: BTreeMap<String, TenantShare>,
+    /// Where the tenant-fair round robin stands.
+    pub cursor: Option<ClaimCursor>,
 }
 
 /// One run: who owns it, the columns reads and claims use without decoding, the document as
@@ -103,6 +107,12 @@ impl Tables {
                     row.json.escape_debug()
                 );
             }
+        }
+        for (tenant, share) in &self.shares {
+            let _ = writeln!(out, "share {tenant} {share:?}");
+        }
+        if let Some(cursor) = &self.cursor {
+            let _ = writeln!(out, "cursor {cursor:?}");
         }
         out
     }

@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use docket_core::graph::GraphDocument;
 use docket_core::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, TenantId,
+    Timestamp,
 };
 use docket_core::ops::OpsLifecycleRegistry;
 use docket_core::store::rules::effects::validate_abandon_policy;
@@ -19,7 +20,8 @@ use docket_core::store::rules::queries::{
 use docket_core::store::rules::transition::{Commit, Init};
 use docket_core::store::{
     AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, ClaimedCommit, GraphStore,
-    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit, Wakeups,
+    InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, TenantShare, UnclaimedCommit,
+    Wakeups,
 };
 
 use crate::store::MapStore;
@@ -102,6 +104,19 @@ impl RunStore for MapStore {
         now: Timestamp,
     ) -> Result<Run, StoreError> {
         claims::retry_poisoned(&mut *self.lock()?, scope, run_id, now)
+    }
+
+    async fn set_tenant_share(
+        &self,
+        tenant: &TenantId,
+        share: TenantShare,
+    ) -> Result<(), StoreError> {
+        claims::set_share(&mut *self.lock()?, tenant, share);
+        Ok(())
+    }
+
+    async fn tenant_shares(&self) -> Result<Vec<(TenantId, TenantShare)>, StoreError> {
+        Ok(claims::shares(&*self.lock()?))
     }
 
     async fn fetch_event(

@@ -15,7 +15,7 @@ mod world;
 use std::hash::{BuildHasher, RandomState};
 
 use docket_core::model::RunStatus;
-use docket_core::store::ClaimClass;
+use docket_core::store::{ClaimClass, ClaimPolicy};
 use proptest::test_runner::{
     Config, FileFailurePersistence, RngSeed, TestCaseError, TestError, TestRunner,
 };
@@ -104,6 +104,14 @@ fn fixed_histories() -> Vec<(&'static str, Vec<Op>)> {
         ttl_ms,
         max_attempts,
         preference: None,
+        policy: ClaimPolicy::Oldest,
+    };
+    let fair = |limit| Claim {
+        limit,
+        ttl_ms: 1_000,
+        max_attempts: 3,
+        preference: None,
+        policy: ClaimPolicy::TenantFair,
     };
     let commit = |run, token, seq, to| Commit {
         run,
@@ -247,6 +255,66 @@ fn fixed_histories() -> Vec<(&'static str, Vec<Op>)> {
             ],
         ),
         (
+            "a tenant-fair round robin with a weight, a cap and the admission marker",
+            vec![
+                Share {
+                    owner: 1,
+                    weight: 2,
+                    cap: Some(2),
+                },
+                Start {
+                    run: 0,
+                    owner: 1,
+                    wake_in: 0,
+                },
+                Start {
+                    run: 1,
+                    owner: 1,
+                    wake_in: 0,
+                },
+                Start {
+                    run: 2,
+                    owner: 2,
+                    wake_in: 0,
+                },
+                fair(1),
+                fair(1),
+                fair(1),
+                Commit {
+                    run: 0,
+                    token: Tok::Current,
+                    seq: Seq::Current,
+                    to: RunStatus::Running,
+                    schedule: Sched::Immediate,
+                    scope: 0,
+                },
+                fair(2),
+                Advance { ms: 1_001 },
+                fair(3),
+                Release {
+                    run: 1,
+                    token: Tok::Current,
+                },
+                Abandon {
+                    run: 2,
+                    token: Tok::Current,
+                    seq: Seq::Current,
+                    max: 2,
+                    mode: Mode::Plain,
+                    retry_in: 0,
+                },
+                fair(3),
+                Signal {
+                    run: 0,
+                    seq: Seq::Current,
+                    to: RunStatus::Running,
+                    wake: Sched::Immediate,
+                    scope: 0,
+                },
+                fair(3),
+            ],
+        ),
+        (
             "retention after completion",
             vec![
                 Start {
@@ -264,6 +332,7 @@ fn fixed_histories() -> Vec<(&'static str, Vec<Op>)> {
                     ttl_ms: 60_000,
                     max_attempts: 3,
                     preference: Some(ClaimClass::Ready),
+                    policy: ClaimPolicy::Oldest,
                 },
                 commit(0, Tok::Current, Seq::Current, RunStatus::Failed),
                 Advance { ms: 60_001 },

@@ -5,7 +5,7 @@
 //! superseded tokens) often.
 
 use docket_core::model::RunStatus;
-use docket_core::store::ClaimClass;
+use docket_core::store::{ClaimClass, ClaimPolicy};
 use proptest::prelude::*;
 
 /// Runs the sequences touch (`m0`, `m1`, `m2`).
@@ -83,6 +83,17 @@ pub enum Op {
         max_attempts: u32,
         /// Demand-one preference.
         preference: Option<ClaimClass>,
+        /// Oldest or tenant-fair.
+        policy: ClaimPolicy,
+    },
+    /// `set_tenant_share` for tenant `a` (1) or `b` (2), then both stores' `tenant_shares`.
+    Share {
+        /// Owner index (1 `a`, 2 `b`).
+        owner: u8,
+        /// Claims per round.
+        weight: u32,
+        /// Most claimed at once (`None`: no cap).
+        cap: Option<u32>,
     },
     /// A claimed commit moving `run` to `to`.
     Commit {
@@ -211,13 +222,17 @@ fn op() -> impl Strategy<Value = Op> {
             prop_oneof![Just(0u64), Just(1_000), Just(60_000)],
             1u32..4,
             prop_oneof![Just(None), Just(Some(ClaimClass::Ready)), Just(Some(ClaimClass::Expired))],
+            prop_oneof![Just(ClaimPolicy::Oldest), Just(ClaimPolicy::TenantFair)],
         )
-            .prop_map(|(limit, ttl_ms, max_attempts, preference)| Op::Claim {
+            .prop_map(|(limit, ttl_ms, max_attempts, preference, policy)| Op::Claim {
                 limit,
                 ttl_ms,
                 max_attempts,
                 preference,
+                policy,
             }),
+        1 => (1u8..3, 1u32..4, prop_oneof![Just(None), Just(Some(1u32)), Just(Some(2))])
+            .prop_map(|(owner, weight, cap)| Op::Share { owner, weight, cap }),
         5 => (run(), tok(), seq(), status(), sched(), scope()).prop_map(
             |(run, token, seq, to, schedule, scope)| Op::Commit { run, token, seq, to, schedule, scope }
         ),

@@ -13,7 +13,7 @@ use docket_core::model::{
 use docket_core::runtime::Moment;
 use docket_core::store::{
     AbandonBackoff, AbandonMode, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimRequest,
-    ClaimedSchedule, PrunePolicy, ReleaseWake, RunStore, StoreError,
+    ClaimedSchedule, PrunePolicy, ReleaseWake, RunStore, StoreError, TenantShare,
 };
 
 use super::ops::{Mode, Op, Sched, Seq, Tok, RUNS};
@@ -205,9 +205,10 @@ impl World {
                 ttl_ms,
                 max_attempts,
                 preference,
+                policy: order,
             } => {
                 let policy = ClaimRequest {
-                    policy: Default::default(),
+                    policy: order,
                     now,
                     limit: nz(limit),
                     orphan_ttl_ms: ttl_ms,
@@ -228,6 +229,27 @@ impl World {
                     }
                 }
                 Ok(())
+            }
+            Op::Share {
+                owner: o,
+                weight,
+                cap,
+            } => {
+                let Some(tenant) = owner(o).tenant_id().cloned() else {
+                    return Ok(());
+                };
+                let share = TenantShare {
+                    weight: nz(weight),
+                    cap: cap.map(nz),
+                };
+                let a = sut.set_tenant_share(&tenant, share).await;
+                let b = model.set_tenant_share(&tenant, share).await;
+                same("set_tenant_share", &a, &b)?;
+                same(
+                    "tenant_shares",
+                    &sut.tenant_shares().await,
+                    &model.tenant_shares().await,
+                )
             }
             Op::Commit {
                 run,

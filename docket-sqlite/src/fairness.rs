@@ -1,0 +1,213 @@
+//! What tenant-fair claiming reads and writes besides the run rows: the heads of each owner's
+//! ready queue, the runs each owner holds claimed, the stored tenant shares and the cursor
+//! of the round robin (`docs/claim-order.md`, “Tenant-fair claiming”).
+//!
+//! Everything here runs on the writer connection inside the claim's `BEGIN IMMEDIATE`
+//! transaction, so fair claims are serialized with each other (and with every other write)
+//! and the caps' counts, the selection and the cursor update are one atomic step. The order
+//! itself is decided by `rules::tenant_fair` through `claim_pass`.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use docket_core::model::{TenantId, Timestamp};
+use docket_core::store::rules::tenant_fair::FairContext;
+use docket_core::store::{ClaimCursor, StoreError, TenantShare};
+
+use crate::codec::{decode_ops, row_values, OpsRow, OPS_COLUMNS, OPS_COLUMN_COUNT};
+use crate::error::SqlResult;
+
+/// The stored shares, the claimed counts and the cursor, loaded for one fair pass.
+pub(crate) struct FairState {
+    shares: BTreeMap<String, TenantShare>,
+    claimed: BTreeMap<String, u32>,
+    cursor: Option<ClaimCursor>,
+}
+
+impl FairState {
+    /// The view `claim_pass` reads.
+    pub(crate) fn context(&self) -> FairContext<'_> {
+        FairContext {
+            shares: &self.shares,
+            claimed: &self.claimed,
+            cursor: self.cursor.as_ref(),
+        }
+    }
+}
+
+/// Loads the shares, the runs each owner holds claimed (expired claims included) and the
+/// cursor.
+///
+/// # Errors
+/// Infrastructure, or `Corrupt` for a stored share or cursor out of range.
+pub(crate) fn load(conn: &Connection) -> Result<FairState, StoreError> {
+    let shares = shares(conn)?
+        .into_iter()
+        .map(|(tenant, share)| (tenant.as_str().to_owned(), share))
+        .collect();
+    let mut claimed = BTreeMap::new();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT scope_key, count(*) FROM docket_runs INDEXED BY docket_runs_expired \
+             WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL \
+             GROUP BY scope_key",
+        )
+        .sql()?;
+    let rows = stmt
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+        })
+        .sql()?;
+    for row in rows {
+        let (owner, count) = row.sql()?;
+        claimed.insert(owner, u32::try_from(count).unwrap_or(u32::MAX));
+    }
+    let cursor = conn
+        .prepare_cached("SELECT scope_key, taken FROM docket_claim_cursor WHERE id = 1")
+        .sql()?
+        .query_row([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+        })
+        .optional()
+        .sql()?
+        .map(|(scope_key, taken)| {
+            u32::try_from(taken)
+                .map(|taken| ClaimCursor { scope_key, taken })
+                .map_err(|_| StoreError::corrupt("claim cursor", "taken out of range"))
+        })
+        .transpose()?;
+    Ok(FairState {
+        shares,
+        claimed,
+        cursor,
+    })
+}
+
+/// The first `limit` due ready runs of every owner that has one, in `(wake_at, run_id)` order
+/// per owner: no owner can contribute more than `limit` runs to one selection, so these are
+/// all the candidates the fair rank can pick. Owners are walked through the owner-keyed ready
+/// index one seek at a time, so a large backlog of one owner is never scanned.
+///
+/// # Errors
+/// Infrastructure, or `Corrupt` for an undecodable row.
+pub(crate) fn ready_heads(
+    conn: &Connection,
+    now: Timestamp,
+    limit: u32,
+) -> Result<Vec<OpsRow>, StoreError> {
+    let mut next_owner = conn
+        .prepare_cached(
+            "SELECT scope_key FROM docket_runs INDEXED BY docket_runs_ready_by_owner \
+             WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL \
+               AND wake_at IS NOT NULL AND wake_at <= ?1 AND scope_key > ?2 \
+             ORDER BY scope_key LIMIT 1",
+        )
+        .sql()?;
+    let mut heads = conn
+        .prepare_cached(&format!(
+            "SELECT {OPS_COLUMNS} FROM docket_runs INDEXED BY docket_runs_ready_by_owner \
+             WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL \
+               AND wake_at IS NOT NULL AND wake_at <= ?1 AND scope_key = ?2 \
+             ORDER BY wake_at, run_id LIMIT ?3"
+        ))
+        .sql()?;
+    let mut out = Vec::new();
+    // Tenantless runs have the empty key, which no `>` comparison reaches: ask for it first.
+    let mut owner = Some(String::new());
+    while let Some(key) = owner.take() {
+        let rows = heads
+            .query_map(params![now.as_micros(), key, i64::from(limit)], |row| {
+                row_values(row, OPS_COLUMN_COUNT)
+            })
+            .sql()?;
+        for values in rows {
+            out.push(decode_ops(&values.sql()?)?);
+        }
+        owner = next_owner
+            .query_row(params![now.as_micros(), key], |row| row.get(0))
+            .optional()
+            .sql()?;
+    }
+    Ok(out)
+}
+
+/// Writes the cursor after a pass that selected a ready run.
+///
+/// # Errors
+/// Infrastructure.
+pub(crate) fn store_cursor(conn: &Connection, cursor: &ClaimCursor) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO docket_claim_cursor (id, scope_key, taken) VALUES (1, ?1, ?2) \
+         ON CONFLICT (id) DO UPDATE SET scope_key = excluded.scope_key, taken = excluded.taken",
+    )
+    .sql()?
+    .execute(params![cursor.scope_key, i64::from(cursor.taken)])
+    .sql()?;
+    Ok(())
+}
+
+/// `set_tenant_share`: one row per tenant, replaced on every call.
+///
+/// # Errors
+/// Infrastructure.
+pub(crate) fn set_share(
+    conn: &Connection,
+    tenant: &TenantId,
+    share: TenantShare,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO docket_tenant_shares (tenant_id, weight, cap) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (tenant_id) DO UPDATE SET weight = excluded.weight, cap = excluded.cap",
+    )
+    .sql()?
+    .execute(params![
+        tenant.as_str(),
+        i64::from(share.weight.get()),
+        share.cap.map(|c| i64::from(c.get())),
+    ])
+    .sql()?;
+    Ok(())
+}
+
+/// `tenant_shares`: every stored share, by tenant id in byte order (SQLite compares `TEXT`
+/// with `BINARY`, byte order, unless told otherwise).
+///
+/// # Errors
+/// Infrastructure, or `Corrupt` for a row out of range.
+pub(crate) fn shares(conn: &Connection) -> Result<Vec<(TenantId, TenantShare)>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT tenant_id, weight, cap FROM docket_tenant_shares ORDER BY tenant_id",
+        )
+        .sql()?;
+    let rows = stmt
+        .query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, Option<i64>>(2)?,
+            ))
+        })
+        .sql()?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (tenant, weight, cap) = row.sql()?;
+        let what = format!("tenant share {tenant}");
+        let count = |n: i64| {
+            u32::try_from(n)
+                .ok()
+                .and_then(NonZeroU32::new)
+                .ok_or_else(|| StoreError::corrupt(what.as_str(), "weight or cap out of range"))
+        };
+        let share = TenantShare {
+            weight: count(weight)?,
+            cap: cap.map(count).transpose()?,
+        };
+        let id =
+            TenantId::new(tenant.clone()).map_err(|e| StoreError::corrupt(what.as_str(), e))?;
+        out.push((id, share));
+    }
+    Ok(out)
+}
