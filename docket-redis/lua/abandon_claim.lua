@@ -4,7 +4,8 @@
 --
 -- KEYS[1] run hash   KEYS[2] ready zset   KEYS[3] claims zset   KEYS[4] poisoned set
 -- ARGV[1] JSON: run_id, token, expected_seq, now, retry_at, mode ("poisoning" |
---         "non_poisoning"), max_abandons, prefix (derives the owner's ready twin, see the prelude)
+--         "non_poisoning"), max_abandons, prefix (derives the owner's ready
+--         twin and the claim counts, see the prelude)
 -- ARGV[2..32] (non_poisoning with backoff only): the wake for abandons_before = 0..30, computed
 --         by the caller with docket_core::store::rules::ops::backoff_wake, so the backoff
 --         formula stays in Rust; the script picks entry min(abandons_before, 30).
@@ -35,7 +36,7 @@ end
 
 -- ===== writes: every check is above this line =====
 redis.call('HDEL', KEYS[1], 'token', 'claimed_at', 'admitted_at')
-redis.call('ZREM', KEYS[3], P.run_id)
+claim_remove(KEYS[3], row[5], P.run_id)
 if wake then
   redis.call('HSET', KEYS[1], 'attempts', attempts, 'abandons', tostring(math.min(abandons + 1, 4294967295)), 'wake_at', wake)
   ready_add(KEYS[2], row[5], P.run_id, wake)

@@ -38,13 +38,13 @@ for _, c in ipairs(selected) do
       redis.call('HSETNX', key, 'admitted_at', P.now)
     end
     ready_remove(KEYS[1], c.row[5], c.id)
-    redis.call('ZADD', KEYS[2], P.now, c.id)
+    claim_add(KEYS[2], c.row[5], c.id, P.now)
     out[#out + 1] = {'lease', c.id, c.row[5], c.row[6], c.row[7], c.row[8], token, attempt}
   else
     redis.call('HDEL', key, 'token', 'claimed_at', 'wake_at', 'admitted_at')
     redis.call('HSET', key, 'poisoned_at', P.now, 'poison_reason', 'max_claim_attempts_exceeded')
     ready_remove(KEYS[1], c.row[5], c.id)
-    redis.call('ZREM', KEYS[2], c.id)
+    claim_remove(KEYS[2], c.row[5], c.id)
     redis.call('SADD', KEYS[3], c.id)
     out[#out + 1] = {'poison', c.id}
   end

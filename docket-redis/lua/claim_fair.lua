@@ -8,6 +8,7 @@
 -- KEYS[3] poisoned set                     KEYS[4] ready owners (lex zset of scope keys)
 -- KEYS[5] tenant shares hash (tenant id → "<weight>:<cap>", cap empty = none)
 -- KEYS[6] fair cursor hash (owner = scope key, taken)
+-- KEYS[7] claims by owner hash (scope key → claimed runs; see the prelude)
 -- Run hashes (P.prefix .. 'run:' .. id) and the per-owner ready sets (`ready_of` in the
 -- prelude) are derived; they share the namespace hash tag.
 -- ARGV[1] JSON: prefix, policy ("tenant_fair"), now, cutoff (expired means claimed_at <
@@ -19,8 +20,8 @@
 -- the cursor's owner, then the owner keys after it, then those before it, each range in byte
 -- order as the lex zset keeps it (Lua never compares strings: Redis may set a collating
 -- locale). Each owner offers its oldest due runs (its `ready_of` set is ordered by
--- (wake_at, run_id)), at most `cap - claimed` of them when capped, where `claimed` counts the
--- owner's entries in the claims zset (expired ones included). A candidate's rank is
+-- (wake_at, run_id)), at most `cap - claimed` of them when capped, where `claimed` is the
+-- owner's count of members of the claims zset (expired ones included). A candidate's rank is
 -- (round, visit position, i) with round = (i + offset - 1) div weight, offset = min(taken,
 -- weight) for the cursor's owner; the visit position stands for (turn, owner key). The walk
 -- stops once round 0 alone holds `limit` candidates: owners visited later rank after all of
@@ -80,22 +81,10 @@ local function share_of(owner)
   return weight, cap
 end
 
--- Runs claimed right now per owner, counted once per script and only when a capped owner
--- is visited: the claims zset holds the claimed runs (bounded by the workers' concurrency
--- plus unstolen expired claims), so counting it here keeps every commit and release free of
--- per-owner bookkeeping.
-local claimed_by = nil
+-- Runs of an owner claimed right now (expired claims included), as the prelude's claim
+-- helpers count them; read only for a capped owner.
 local function claimed_of(owner)
-  if not claimed_by then
-    claimed_by = {}
-    for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-      local o = redis.call('HGET', P.prefix .. 'run:' .. id, 'owner')
-      if o then
-        claimed_by[o] = (claimed_by[o] or 0) + 1
-      end
-    end
-  end
-  return claimed_by[owner] or 0
+  return tonumber(redis.call('HGET', KEYS[7], owner)) or 0
 end
 
 local ranked, round0, position = {}, 0, 0

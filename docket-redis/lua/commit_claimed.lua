@@ -12,7 +12,7 @@
 --         wake_at ("" = no wake; ignored when retaining), attempts, abandons, poisoned_at and
 --         poison_reason ("" = none) — the row's operational state after the commit, computed in
 --         Rust by the transition kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel,
---         namespace, prefix (derives the owner's ready twin, see the prelude), keep_admission
+--         namespace, prefix (derives the owner's ready twin and the claim counts, see the prelude), keep_admission
 --         ("1" keeps the admission marker, else it is cleared; decided in Rust by
 --         Commit::keeps_admission)
 -- ARGV[2] run document (canonical JSON)
@@ -82,10 +82,10 @@ if P.retain == '1' then
   redis.call('HSET', KEYS[1], 'claimed_at', P.now)
   redis.call('HDEL', KEYS[1], 'wake_at')
   ready_remove(KEYS[5], row[1], P.run_id)
-  redis.call('ZADD', KEYS[6], P.now, P.run_id)
+  claim_add(KEYS[6], row[1], P.run_id, P.now)
 else
   redis.call('HDEL', KEYS[1], 'token', 'claimed_at')
-  redis.call('ZREM', KEYS[6], P.run_id)
+  claim_remove(KEYS[6], row[1], P.run_id)
   if P.wake_at ~= '' then
     redis.call('HSET', KEYS[1], 'wake_at', P.wake_at)
     ready_add(KEYS[5], row[1], P.run_id, P.wake_at)

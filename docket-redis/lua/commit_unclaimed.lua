@@ -12,7 +12,7 @@
 --         wake_at ("" = no wake), attempts, abandons, poisoned_at and poison_reason ("" = none)
 --         — the row's operational state after the commit, computed in Rust by the transition
 --         kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel, namespace, prefix (derives the
---         owner's ready twin, see the prelude; keep_admission is ignored: a signal always
+--         owner's ready twin and the claim counts, see the prelude; keep_admission is ignored: a signal always
 --         clears the admission marker)
 -- ARGV[2] run document (canonical JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
@@ -67,7 +67,7 @@ else
   redis.call('HSET', KEYS[1], 'poisoned_at', P.poisoned_at, 'poison_reason', P.poison_reason)
   redis.call('SADD', KEYS[7], P.run_id)
 end
-redis.call('ZREM', KEYS[6], P.run_id)
+claim_remove(KEYS[6], row[1], P.run_id)
 if P.finished_at ~= '' then
   redis.call('HSET', KEYS[1], 'finished_at', P.finished_at)
 else

@@ -146,3 +146,23 @@ local function ready_remove(ready_key, owner, run_id)
     redis.call('ZREM', P.prefix .. 'ready_owners', owner)
   end
 end
+
+-- Claims are counted per owner in `claims_by_owner` (scope key → number of the owner's
+-- members in the claims zset), so a tenant-fair claim reads a cap's usage in one HGET. Every
+-- script adds to and removes from the claims zset only through these two helpers: the count
+-- moves only when the zset gains or loses a member, so re-stamping a retained claim (the
+-- commit hot path) and a steal (a claim moving between workers) cost nothing extra.
+local function claim_add(claims_key, owner, run_id, at)
+  if redis.call('ZADD', claims_key, at, run_id) == 1 then
+    redis.call('HINCRBY', P.prefix .. 'claims_by_owner', owner, 1)
+  end
+end
+
+local function claim_remove(claims_key, owner, run_id)
+  if redis.call('ZREM', claims_key, run_id) == 0 then
+    return
+  end
+  if redis.call('HINCRBY', P.prefix .. 'claims_by_owner', owner, -1) <= 0 then
+    redis.call('HDEL', P.prefix .. 'claims_by_owner', owner)
+  end
+end

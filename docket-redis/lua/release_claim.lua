@@ -3,7 +3,8 @@
 -- changes nothing. Attempts are unchanged; no wake hint is published.
 --
 -- KEYS[1] run hash   KEYS[2] ready zset   KEYS[3] claims zset
--- ARGV[1] JSON: run_id, token, now, prefix (derives the owner's ready twin, see the prelude)
+-- ARGV[1] JSON: run_id, token, now, prefix (derives the owner's ready twin and
+--         the claim counts, see the prelude)
 -- Returns {"ok", "released"} | {"ok", "unchanged"} | {"corrupt", detail}
 -- Check: the stored token equals the given one. Then writes; the admission marker is kept (a
 -- cooperative hand-back continues the same admission).
@@ -18,6 +19,6 @@ end
 -- ===== writes: every check is above this line =====
 redis.call('HDEL', KEYS[1], 'token', 'claimed_at')
 redis.call('HSET', KEYS[1], 'wake_at', P.now)
-redis.call('ZREM', KEYS[3], P.run_id)
+claim_remove(KEYS[3], row[2], P.run_id)
 ready_add(KEYS[2], row[2], P.run_id, P.now)
 return {'ok', 'released'}

@@ -104,6 +104,7 @@ impl RedisStore {
                     k.ready_owners(),
                     k.tenant_shares(),
                     k.fair_cursor(),
+                    k.claims_by_owner(),
                 ],
             ),
         };

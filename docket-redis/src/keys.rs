@@ -178,6 +178,14 @@ impl Keys {
         format!("{}tenant_shares", self.prefix)
     }
 
+    /// Hash `owner scope key → number of the owner's runs in` [`Keys::claims`], kept by every
+    /// script that adds or removes a claim (the prelude's `claim_add` / `claim_remove`): the
+    /// usage a tenant-fair claim compares with a cap.
+    #[must_use]
+    pub fn claims_by_owner(&self) -> String {
+        format!("{}claims_by_owner", self.prefix)
+    }
+
     /// Hash of the tenant-fair cursor: `owner` (scope key) and `taken`.
     #[must_use]
     pub fn fair_cursor(&self) -> String {

@@ -369,7 +369,7 @@ mod tests {
 
     /// Commands that change data, as the scripts spell them, plus the prelude helpers that
     /// append events and evict operation records.
-    const WRITES: [&str; 17] = [
+    const WRITES: [&str; 19] = [
         "'HSET'",
         "'HDEL'",
         "'HINCRBY'",
@@ -387,6 +387,8 @@ mod tests {
         "'HSETNX'",
         "ready_add(",
         "ready_remove(",
+        "claim_add(",
+        "claim_remove(",
     ];
 
     #[test]

@@ -271,6 +271,64 @@ impl Pair {
     }
 }
 
+/// The per-owner ready sets and claim counts say what the ready and claims sets say.
+async fn assert_indexes_agree(guard: &docket_redis::testing::RedisGuard, store: &RedisStore) {
+    let keys = store.keys();
+    let claimed: Vec<String> = guard
+        .command(redis::cmd("ZRANGE").arg(keys.claims()).arg(0).arg(-1))
+        .await
+        .expect("claims");
+    let ready: Vec<String> = guard
+        .command(redis::cmd("ZRANGE").arg(keys.ready()).arg(0).arg(-1))
+        .await
+        .expect("ready");
+    let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+    let mut ready_by_owner: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (ids, claims) in [(&claimed, true), (&ready, false)] {
+        for id in ids {
+            let info = store
+                .inspect_run(&Scope::System, &rid(id))
+                .await
+                .expect("inspect");
+            let owner = info.owner.scope_key().to_owned();
+            if claims {
+                *counts.entry(owner).or_default() += 1;
+            } else {
+                ready_by_owner.entry(owner).or_default().push(id.clone());
+            }
+        }
+    }
+    let stored: BTreeMap<String, i64> = guard
+        .command(redis::cmd("HGETALL").arg(keys.claims_by_owner()))
+        .await
+        .expect("counts");
+    assert_eq!(stored, counts, "claims_by_owner");
+    let owners: Vec<String> = guard
+        .command(redis::cmd("ZRANGE").arg(keys.ready_owners()).arg(0).arg(-1))
+        .await
+        .expect("owners");
+    assert_eq!(
+        owners,
+        ready_by_owner.keys().cloned().collect::<Vec<_>>(),
+        "ready_owners"
+    );
+    for (owner, ids) in ready_by_owner {
+        let mut of: Vec<String> = guard
+            .command(
+                redis::cmd("ZRANGE")
+                    .arg(keys.ready_of(&owner_of(&owner)))
+                    .arg(0)
+                    .arg(-1),
+            )
+            .await
+            .expect("ready_of");
+        of.sort();
+        let mut ids = ids;
+        ids.sort();
+        assert_eq!(of, ids, "ready_of {owner:?}");
+    }
+}
+
 const OWNERS: [&str; 7] = ["", "a", "b", "B", "a:x", "é", "z"];
 
 fn owner_of(key: &str) -> OwnerScope {
@@ -344,7 +402,7 @@ async fn seeded_pair(seed: u64) -> (Pair, Rng, docket_redis::testing::RedisGuard
 async fn fair_claims_match_the_memory_store_step_by_step() {
     let mut fair_leases = 0;
     for seed in [0x9e37_79b9_7f4a_7c15_u64, 42, 7_777_777] {
-        let (mut pair, mut rng, _guard) = seeded_pair(seed).await;
+        let (mut pair, mut rng, guard) = seeded_pair(seed).await;
         for step in 0..160 {
             pair.now += i64::try_from(rng.below(900)).unwrap_or(0);
             let what = match rng.below(14) {
@@ -385,6 +443,7 @@ async fn fair_claims_match_the_memory_store_step_by_step() {
             pair.redis.tenant_shares().await.expect("shares"),
             pair.memory.tenant_shares().await.expect("shares")
         );
+        assert_indexes_agree(&guard, &pair.redis).await;
     }
     assert!(fair_leases > 50, "the histories lease runs ({fair_leases})");
 }
@@ -577,8 +636,8 @@ async fn a_corrupt_share_or_cursor_fails_the_fair_claim_and_writes_nothing() {
 }
 
 /// A namespace written before the per-owner ready sets existed (no `ready_of`, no
-/// `ready_owners`, no layout marker) is indexed when a store opens it, and fair claims then
-/// see its ready runs; an empty namespace is left empty.
+/// `ready_owners`, no claim counts, no layout marker) is indexed when a store opens it, and
+/// fair claims then see its ready runs and its caps' usage; an empty namespace is left empty.
 #[tokio::test]
 async fn opening_an_older_namespace_builds_the_per_owner_ready_sets() {
     let fx = open().await;
@@ -593,8 +652,22 @@ async fn opening_an_older_namespace_builds_the_per_owner_ready_sets() {
     }
     start(&fx.store, &tenant("b"), "b0", &graph_b, t(5)).await;
     let keys = fx.store.keys().clone();
+    // One claimed run of a tenant capped at one, so the claim counts have something to
+    // rebuild and the claim below shows that they did.
+    let a = docket_core::model::TenantId::new("a").expect("tenant");
+    fx.store
+        .set_tenant_share(&a, share(1, Some(1)))
+        .await
+        .expect("share");
+    let held = fx
+        .store
+        .claim_due(&fair(1, 1, None))
+        .await
+        .expect("claim")
+        .leases;
+    assert_eq!(held[0].run_id.as_str(), "a0");
     let before = fx.snapshot().await;
-    let mut old = vec![keys.ready_owners(), keys.layout()];
+    let mut old = vec![keys.ready_owners(), keys.layout(), keys.claims_by_owner()];
     old.extend(["a", "b"].map(|k| keys.ready_of(&tenant(k))));
     let _: i64 = fx
         .guard
@@ -617,5 +690,5 @@ async fn opening_an_older_namespace_builds_the_per_owner_ready_sets() {
         .await
         .expect("claim");
     let got: Vec<&str> = batch.leases.iter().map(|l| l.run_id.as_str()).collect();
-    assert_eq!(got, ["a0", "b0"]);
+    assert_eq!(got, ["b0"], "a holds its one claim: a1 waits");
 }
