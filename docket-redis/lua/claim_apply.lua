@@ -3,7 +3,8 @@
 -- run hash, then lease or poison each one, and store the tenant-fair cursor.
 --
 -- In: `selected` (list of {class = "ready" | "expired", id, owner = scope key or nil}, in
--- selection order) and `cursor` ({owner, taken} or nil: leave the stored cursor alone),
+-- selection order), `cursor` ({owner, taken} or nil: leave the stored cursor alone) and
+-- `emptied` (owner keys whose `ready_of` set is empty, to drop from `ready_owners`),
 -- P.policy ("tenant_fair" stamps the admission marker), KEYS[1] ready, KEYS[2] claims,
 -- KEYS[3] poisoned, KEYS[6] fair cursor hash (tenant-fair only), ARGV[2..] the tokens.
 -- Out: the reply documented in the header of the claim script.
@@ -48,6 +49,9 @@ for _, c in ipairs(selected) do
     redis.call('SADD', KEYS[3], c.id)
     out[#out + 1] = {'poison', c.id}
   end
+end
+for _, owner in ipairs(emptied) do
+  redis.call('ZREM', P.prefix .. 'ready_owners', owner)
 end
 if cursor then
   redis.call('HSET', KEYS[6], 'owner', cursor.owner, 'taken', tostring(cursor.taken))

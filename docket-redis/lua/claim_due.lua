@@ -90,5 +90,6 @@ if #merged > 0 then
   end
 end
 
--- Oldest never moves the tenant-fair cursor.
+-- Oldest never moves the tenant-fair cursor, nor visits owners.
 local cursor = nil
+local emptied = {}

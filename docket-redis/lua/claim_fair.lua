@@ -88,6 +88,8 @@ local function claimed_of(owner)
 end
 
 local ranked, round0, position = {}, 0, 0
+-- Visited owners without any ready run: dropped from KEYS[4] after the checks.
+local emptied = {}
 
 -- Offers one owner's candidates; returns an error detail for a share that does not decode.
 local function visit(owner)
@@ -108,6 +110,9 @@ local function visit(owner)
     offset = math.min(cur_taken, weight)
   end
   local ids = redis.call('ZRANGEBYSCORE', ready_of(owner), '-inf', P.now, 'LIMIT', 0, offered)
+  if #ids == 0 and redis.call('EXISTS', ready_of(owner)) == 0 then
+    emptied[#emptied + 1] = owner
+  end
   for i, id in ipairs(ids) do
     local effective = i + offset
     local round = math.floor((effective - 1) / weight)

@@ -118,11 +118,13 @@ local function ops_evict(done_key, names_key, op_prefix, keep)
 end
 
 -- The ready index has a per-owner twin, `ready_of:<owner_part>` (same members and scores),
--- and `ready_owners` lists (lexicographically, score 0) the owner keys whose twin is not
--- empty: a tenant-fair claim walks the owners and reads each one's oldest due runs without
--- scanning another owner's backlog. Every script adds to and removes from the ready set only
--- through these two helpers, so the three keys stay in step. They need P.prefix; the keys
--- they derive share the namespace hash tag.
+-- and `ready_owners` lists (lexicographically, score 0) the owner keys that may have ready
+-- runs: every owner whose twin is not empty, plus owners whose twin emptied since a
+-- tenant-fair claim last visited them (that claim drops them, so removing a ready run costs
+-- one ZREM more, not a check of the twin's size). A tenant-fair claim walks the owners and
+-- reads each one's oldest due runs without scanning another owner's backlog. Every script
+-- adds to and removes from the ready set only through these two helpers, so the keys stay in
+-- step. They need P.prefix; the keys they derive share the namespace hash tag.
 local function ready_of(owner)
   return P.prefix .. 'ready_of:' .. owner_part(owner)
 end
@@ -137,13 +139,8 @@ end
 -- Takes `run_id` out of the ready set and its owner's twin (a no-op when it is not ready, so
 -- a commit that keeps its claim pays one ZREM, as before).
 local function ready_remove(ready_key, owner, run_id)
-  if redis.call('ZREM', ready_key, run_id) == 0 then
-    return
-  end
-  local of = ready_of(owner)
-  redis.call('ZREM', of, run_id)
-  if redis.call('EXISTS', of) == 0 then
-    redis.call('ZREM', P.prefix .. 'ready_owners', owner)
+  if redis.call('ZREM', ready_key, run_id) == 1 then
+    redis.call('ZREM', ready_of(owner), run_id)
   end
 end
 
