@@ -4,7 +4,8 @@
 --
 -- In: `selected` (list of {class = "ready" | "expired", id, owner = scope key or nil}, in
 -- selection order), `cursor` ({owner, taken} or nil: leave the stored cursor alone) and
--- `emptied` (owner keys whose `ready_of` set is empty, to drop from `ready_owners`),
+-- `emptied` (owner keys whose `ready_of` set is empty, to drop from `ready_owners` when
+-- anything was selected),
 -- P.policy ("tenant_fair" stamps the admission marker), KEYS[1] ready, KEYS[2] claims,
 -- KEYS[3] poisoned, KEYS[6] fair cursor hash (tenant-fair only), ARGV[2..] the tokens.
 -- Out: the reply documented in the header of the claim script.
@@ -50,8 +51,12 @@ for _, c in ipairs(selected) do
     out[#out + 1] = {'poison', c.id}
   end
 end
-for _, owner in ipairs(emptied) do
-  redis.call('ZREM', P.prefix .. 'ready_owners', owner)
+-- Only a claim that selected something drops emptied owners: a claim that finds nothing to
+-- do changes nothing (the contract), and the owners wait for the next one that does.
+if #selected > 0 then
+  for _, owner in ipairs(emptied) do
+    redis.call('ZREM', P.prefix .. 'ready_owners', owner)
+  end
 end
 if cursor then
   redis.call('HSET', KEYS[6], 'owner', cursor.owner, 'taken', tostring(cursor.taken))

@@ -166,8 +166,9 @@ impl Keys {
 
     /// Lexicographic sorted set of the owner keys (`OwnerScope::scope_key`, `""` for
     /// tenantless) that may have ready runs: every owner whose [`Keys::ready_of`] set is not
-    /// empty, plus owners whose set emptied since a tenant-fair claim last visited them (that
-    /// claim drops them). The owners a tenant-fair claim visits, in byte order.
+    /// empty, plus owners whose set emptied since a tenant-fair claim that selected something
+    /// last visited them (that claim drops them). The owners a tenant-fair claim visits, in
+    /// byte order.
     #[must_use]
     pub fn ready_owners(&self) -> String {
         format!("{}ready_owners", self.prefix)

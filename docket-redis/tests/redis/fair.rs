@@ -336,6 +336,33 @@ async fn assert_indexes_agree(guard: &docket_redis::testing::RedisGuard, store: 
     }
 }
 
+/// The owners `ready_owners` lists whose `ready_of` set is empty.
+async fn listed_without_ready_runs(
+    guard: &docket_redis::testing::RedisGuard,
+    store: &RedisStore,
+) -> Vec<String> {
+    let listed: Vec<String> = guard
+        .command(
+            redis::cmd("ZRANGE")
+                .arg(store.keys().ready_owners())
+                .arg(0)
+                .arg(-1),
+        )
+        .await
+        .expect("owners");
+    let mut stale = Vec::new();
+    for owner in listed {
+        let left: i64 = guard
+            .command(redis::cmd("ZCARD").arg(store.keys().ready_of(&owner_of(&owner))))
+            .await
+            .expect("zcard");
+        if left == 0 {
+            stale.push(owner);
+        }
+    }
+    stale
+}
+
 const OWNERS: [&str; 7] = ["", "a", "b", "B", "a:x", "é", "z"];
 
 fn owner_of(key: &str) -> OwnerScope {
@@ -408,6 +435,7 @@ async fn seeded_pair(seed: u64) -> (Pair, Rng, docket_redis::testing::RedisGuard
 #[tokio::test]
 async fn fair_claims_match_the_memory_store_step_by_step() {
     let mut fair_leases = 0;
+    let mut stale_seen = 0;
     for seed in [0x9e37_79b9_7f4a_7c15_u64, 42, 7_777_777] {
         let (mut pair, mut rng, guard) = seeded_pair(seed).await;
         for step in 0..160 {
@@ -451,8 +479,17 @@ async fn fair_claims_match_the_memory_store_step_by_step() {
             pair.memory.tenant_shares().await.expect("shares")
         );
         assert_indexes_agree(&guard, &pair.redis).await;
-        // A fair claim that visits every owner (nothing is due this early, and no cap stops
-        // a visit short) drops the owners left without ready runs: the list is then exact.
+        // A fair claim that visits every owner but finds nothing due changes nothing; one
+        // that visits every owner (no cap stops a visit short) and selects something drops
+        // the owners that were listed without ready runs.
+        let before = guard.snapshot().await.expect("snapshot");
+        let none = pair
+            .redis
+            .claim_due(&fair(-1_000_000, 1_000, None))
+            .await
+            .expect("claim");
+        assert_eq!(none.outcome_count(), 0);
+        assert_eq!(guard.snapshot().await.expect("snapshot"), before);
         for key in ["a", "b", "é", "z"] {
             let id = docket_core::model::TenantId::new(key).expect("tenant");
             pair.redis
@@ -460,12 +497,14 @@ async fn fair_claims_match_the_memory_store_step_by_step() {
                 .await
                 .expect("share");
         }
-        let none = pair
+        let stale = listed_without_ready_runs(&guard, &pair.redis).await;
+        stale_seen += stale.len();
+        let all = pair
             .redis
-            .claim_due(&fair(-1_000_000, 1_000, None))
+            .claim_due(&fair(pair.now + 1_000_000, 1_000, None))
             .await
             .expect("claim");
-        assert_eq!(none.outcome_count(), 0);
+        assert!(all.outcome_count() > 0);
         assert_indexes_agree(&guard, &pair.redis).await;
         let listed: Vec<String> = guard
             .command(
@@ -476,15 +515,15 @@ async fn fair_claims_match_the_memory_store_step_by_step() {
             )
             .await
             .expect("owners");
-        for owner in &listed {
-            let left: i64 = guard
-                .command(redis::cmd("ZCARD").arg(pair.redis.keys().ready_of(&owner_of(owner))))
-                .await
-                .expect("zcard");
-            assert!(left > 0, "{owner:?} is still listed without ready runs");
+        for owner in &stale {
+            assert!(!listed.contains(owner), "{owner:?} was not dropped");
         }
     }
     assert!(fair_leases > 50, "the histories lease runs ({fair_leases})");
+    assert!(
+        stale_seen > 0,
+        "some history leaves an owner listed without ready runs"
+    );
 }
 
 /// Eight claimers on their own connections race for one tenant's backlog under a cap of 2
