@@ -4,10 +4,11 @@
 --
 -- KEYS[1] ready zset (score wake_at µs)   KEYS[2] claims zset (score claimed_at µs)
 -- KEYS[3] poisoned set
--- Run hashes are derived as P.prefix .. 'run:' .. run_id; they share the namespace hash tag,
--- so they live in the slot of the declared keys.
--- ARGV[1] JSON: prefix, policy ("oldest"), now, cutoff (now − orphan_ttl in µs; expired means claimed_at < cutoff),
---         limit, max_attempts, preference ("ready" | "expired" | "")
+-- Run hashes (P.prefix .. 'run:' .. run_id), the owners' ready sets and the claim counts
+-- (kept in step by the prelude's helpers) are derived; they share the namespace hash tag, so
+-- they live in the slot of the declared keys.
+-- ARGV[1] JSON: prefix, policy ("oldest"), now, cutoff (now − orphan_ttl in µs; expired means
+--         claimed_at < cutoff), limit, max_attempts, preference ("ready" | "expired" | "")
 -- ARGV[2..] `limit` claim tokens minted by the caller (UUID v4; a script cannot make
 --         randomness). The i-th lease takes the i-th token.
 -- Returns {"ok", outcome...} where outcome is

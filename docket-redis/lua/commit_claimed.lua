@@ -12,9 +12,9 @@
 --         wake_at ("" = no wake; ignored when retaining), attempts, abandons, poisoned_at and
 --         poison_reason ("" = none) — the row's operational state after the commit, computed in
 --         Rust by the transition kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel,
---         namespace, prefix (derives the owner's ready twin and the claim counts, see the prelude), keep_admission
---         ("1" keeps the admission marker, else it is cleared; decided in Rust by
---         Commit::keeps_admission)
+--         namespace, prefix (derives the owner's ready twin and the claim counts, see the
+--         prelude), keep_admission ("1" keeps the admission marker, else it is cleared;
+--         decided in Rust by Commit::keeps_admission)
 -- ARGV[2] run document (canonical JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} | {"invalid_transition", reason} | {"stale"} |

@@ -11,16 +11,16 @@
 --         event_seq, step, updated_at, finished_at ("" = none), ckpt_type,
 --         wake_at ("" = no wake), attempts, abandons, poisoned_at and poison_reason ("" = none)
 --         — the row's operational state after the commit, computed in Rust by the transition
---         kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel, namespace, prefix (derives the
---         owner's ready twin and the claim counts, see the prelude; keep_admission is ignored: a signal always
---         clears the admission marker)
+--         kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel, namespace, prefix
+--         (derives the owner's ready twin and the claim counts, see the prelude; keep_admission
+--         is ignored: a signal always clears the admission marker)
 -- ARGV[2] run document (canonical JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} | {"invalid_transition", reason} | {"stale"} |
 --         {"event_conflict", seq19} | {"corrupt", detail}
 -- Checks, in order: visible in scope → immutable identity → seq fence → status matrix →
--- stored events agree. Then writes: document, counters and poison reset, release, admission marker cleared, events,
--- wake hint.
+-- stored events agree. Then writes: document, counters and poison reset, release, admission
+-- marker cleared, events, wake hint.
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'not_found'}

@@ -9,9 +9,10 @@
 -- KEYS[6] all-runs index      {docket:<ns>}:runs
 -- KEYS[7] owner runs index    {docket:<ns>}:runs_of:<owner_part>
 -- KEYS[8] graph version hash  {docket:<ns>}:graph:<owner_part>:<enc(graph_id)>:<graph_hash>
--- ARGV[1] JSON: prefix (derives the owner's ready twin, see the prelude), run_id, owner (scope key), graph_id, graph_hash, status, seq, event_seq, step,
---         started_at, updated_at, wake_at, ckpt_type, now (event inserted_at), notify ("1"/"0"),
---         channel, namespace
+-- ARGV[1] JSON: prefix (derives the owner's ready twin, see the prelude), run_id, owner
+--         (scope key), graph_id, graph_hash, status, seq, event_seq, step, started_at,
+--         updated_at, wake_at, ckpt_type, now (event inserted_at), notify ("1"/"0"), channel,
+--         namespace
 -- ARGV[2] run document (canonical JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} (graph absent in the owner scope) | {"conflict"} (run id

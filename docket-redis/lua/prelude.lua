@@ -121,8 +121,9 @@ end
 -- and `ready_owners` lists (lexicographically, score 0) the owner keys that may have ready
 -- runs: every owner whose twin is not empty, plus owners whose twin emptied since a
 -- tenant-fair claim that selected something last visited them (that claim drops them, so
--- removing a ready run costs one ZREM more, not a check of the twin's size). A tenant-fair claim walks the owners and
--- reads each one's oldest due runs without scanning another owner's backlog. Every script
+-- removing a ready run costs one ZREM more, not a check of the twin's size). A tenant-fair
+-- claim walks the owners and reads each one's oldest due runs without scanning another
+-- owner's backlog. Every script
 -- adds to and removes from the ready set only through these two helpers, so the keys stay in
 -- step. They need P.prefix; the keys they derive share the namespace hash tag.
 local function ready_of(owner)
