@@ -21,15 +21,20 @@ use docket::core::store::{
 use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport};
 
 /// Every figure `BENCHMARKS.md` lists (“The figures”; (e) needs `/proc`).
-const FIGURES: [&str; 8] = [
+const FIGURES: [&str; 13] = [
     "commit_throughput",
     "claim_throughput",
     "claim_throughput_batch",
+    "claim_throughput_fair",
     "e2e_throughput",
     "commit_latency_p50",
     "commit_latency_p99",
     "claim_to_start_p50",
     "claim_to_start_p99",
+    "fairness_small_finish_oldest",
+    "fairness_small_finish_fair",
+    "fairness_jain_oldest",
+    "fairness_jain_fair",
 ];
 
 fn tiny() -> BenchOptions {
@@ -40,6 +45,8 @@ fn tiny() -> BenchOptions {
         claim_pool: 40,
         claim_batch: 4,
         max_commit_batch: 8,
+        fairness_backlog: 40,
+        fairness_runs: 5,
         git_commit: Some("abc1234".into()),
     }
 }
@@ -353,6 +360,10 @@ fn the_cli_prints_the_table_and_writes_json_lines_and_a_png() {
             "30",
             "--claim-batch",
             "3",
+            "--fairness-backlog",
+            "30",
+            "--fairness-runs",
+            "5",
         ])
         .arg("--json")
         .arg(&json)

@@ -4,10 +4,11 @@
 --
 -- KEYS[1] ready zset (score wake_at µs)   KEYS[2] claims zset (score claimed_at µs)
 -- KEYS[3] poisoned set
--- Run hashes are derived as P.prefix .. 'run:' .. run_id; they share the namespace hash tag,
--- so they live in the slot of the declared keys.
--- ARGV[1] JSON: prefix, now, cutoff (now − orphan_ttl in µs; expired means claimed_at < cutoff),
---         limit, max_attempts, preference ("ready" | "expired" | "")
+-- Run hashes (P.prefix .. 'run:' .. run_id), the owners' ready sets and the claim counts
+-- (kept in step by the prelude's helpers) are derived; they share the namespace hash tag, so
+-- they live in the slot of the declared keys.
+-- ARGV[1] JSON: prefix, policy ("oldest"), now, cutoff (now − orphan_ttl in µs; expired means
+--         claimed_at < cutoff), limit, max_attempts, preference ("ready" | "expired" | "")
 -- ARGV[2..] `limit` claim tokens minted by the caller (UUID v4; a script cannot make
 --         randomness). The i-th lease takes the i-th token.
 -- Returns {"ok", outcome...} where outcome is
@@ -20,9 +21,10 @@
 -- (eligible_at, class, run_id) without comparing strings in Lua. With limit ≥ 2 and both
 -- classes present, each class head is reserved; with limit 1 the preferred class goes first
 -- and falls through when empty. A candidate with attempts ≥ max_attempts is poisoned.
+-- The checks and writes that follow the selection are lua/claim_apply.lua, appended to this
+-- body when the script is loaded (shared with lua/claim_fair.lua).
 
 local limit = tonumber(P.limit)
-local max_attempts = tonumber(P.max_attempts)
 local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', P.now, 'WITHSCORES', 'LIMIT', 0, limit)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. P.cutoff, 'WITHSCORES', 'LIMIT', 0, limit)
 
@@ -89,39 +91,6 @@ if #merged > 0 then
   end
 end
 
--- Checks: every selected entry must be a healthy running run of its class.
-for _, c in ipairs(selected) do
-  local row = redis.call('HMGET', P.prefix .. 'run:' .. c.id,
-    'status', 'token', 'poisoned_at', 'attempts', 'owner', 'graph_id', 'graph_hash', 'seq')
-  if row[1] ~= 'running' or row[3] or not tonumber(row[4]) or not row[5] or not row[6]
-      or not row[7] or not row[8] or (c.class == 'ready') == (row[2] ~= false) then
-    return {'corrupt', 'claim index entry ' .. c.id .. ' (' .. c.class .. ') contradicts its run hash'}
-  end
-  c.row = row
-end
-
--- ===== writes: every check is above this line =====
-local out = {'ok'}
-local next_token = 2
-for _, c in ipairs(selected) do
-  local key = P.prefix .. 'run:' .. c.id
-  local attempts = tonumber(c.row[4])
-  if attempts < max_attempts then
-    local token = ARGV[next_token]
-    next_token = next_token + 1
-    local attempt = tostring(attempts + 1)
-    redis.call('HSET', key, 'token', token, 'claimed_at', P.now, 'attempts', attempt)
-    redis.call('HDEL', key, 'wake_at')
-    redis.call('ZREM', KEYS[1], c.id)
-    redis.call('ZADD', KEYS[2], P.now, c.id)
-    out[#out + 1] = {'lease', c.id, c.row[5], c.row[6], c.row[7], c.row[8], token, attempt}
-  else
-    redis.call('HDEL', key, 'token', 'claimed_at', 'wake_at')
-    redis.call('HSET', key, 'poisoned_at', P.now, 'poison_reason', 'max_claim_attempts_exceeded')
-    redis.call('ZREM', KEYS[1], c.id)
-    redis.call('ZREM', KEYS[2], c.id)
-    redis.call('SADD', KEYS[3], c.id)
-    out[#out + 1] = {'poison', c.id}
-  end
-end
-return out
+-- Oldest never moves the tenant-fair cursor, nor visits owners.
+local cursor = nil
+local emptied = {}

@@ -12,14 +12,16 @@
 --         wake_at ("" = no wake; ignored when retaining), attempts, abandons, poisoned_at and
 --         poison_reason ("" = none) — the row's operational state after the commit, computed in
 --         Rust by the transition kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel,
---         namespace
+--         namespace, prefix (derives the owner's ready twin and the claim counts, see the
+--         prelude), keep_admission ("1" keeps the admission marker, else it is cleared;
+--         decided in Rust by Commit::keeps_admission)
 -- ARGV[2] run document (canonical JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} | {"invalid_transition", reason} | {"stale"} |
 --         {"event_conflict", seq19} | {"corrupt", detail}
 -- Checks, in order: visible in scope → immutable identity → seq fence → token fence →
 -- status matrix → stored events agree. Then writes: document, counters and poison reset,
--- schedule, events, wake hint.
+-- schedule, admission marker, events, wake hint.
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'not_found'}
@@ -73,20 +75,23 @@ if P.finished_at ~= '' then
 else
   redis.call('HDEL', KEYS[1], 'finished_at')
 end
+if P.keep_admission ~= '1' then
+  redis.call('HDEL', KEYS[1], 'admitted_at')
+end
 if P.retain == '1' then
   redis.call('HSET', KEYS[1], 'claimed_at', P.now)
   redis.call('HDEL', KEYS[1], 'wake_at')
-  redis.call('ZREM', KEYS[5], P.run_id)
-  redis.call('ZADD', KEYS[6], P.now, P.run_id)
+  ready_remove(KEYS[5], row[1], P.run_id)
+  claim_add(KEYS[6], row[1], P.run_id, P.now)
 else
   redis.call('HDEL', KEYS[1], 'token', 'claimed_at')
-  redis.call('ZREM', KEYS[6], P.run_id)
+  claim_remove(KEYS[6], row[1], P.run_id)
   if P.wake_at ~= '' then
     redis.call('HSET', KEYS[1], 'wake_at', P.wake_at)
-    redis.call('ZADD', KEYS[5], P.wake_at, P.run_id)
+    ready_add(KEYS[5], row[1], P.run_id, P.wake_at)
   else
     redis.call('HDEL', KEYS[1], 'wake_at')
-    redis.call('ZREM', KEYS[5], P.run_id)
+    ready_remove(KEYS[5], row[1], P.run_id)
   end
 end
 if P.terminal == '1' then

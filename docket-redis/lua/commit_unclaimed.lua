@@ -11,14 +11,16 @@
 --         event_seq, step, updated_at, finished_at ("" = none), ckpt_type,
 --         wake_at ("" = no wake), attempts, abandons, poisoned_at and poison_reason ("" = none)
 --         — the row's operational state after the commit, computed in Rust by the transition
---         kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel, namespace
+--         kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel, namespace, prefix
+--         (derives the owner's ready twin and the claim counts, see the prelude; keep_admission
+--         is ignored: a signal always clears the admission marker)
 -- ARGV[2] run document (canonical JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} | {"invalid_transition", reason} | {"stale"} |
 --         {"event_conflict", seq19} | {"corrupt", detail}
 -- Checks, in order: visible in scope → immutable identity → seq fence → status matrix →
--- stored events agree. Then writes: document, counters and poison reset, release, events,
--- wake hint.
+-- stored events agree. Then writes: document, counters and poison reset, release, admission
+-- marker cleared, events, wake hint.
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'not_found'}
@@ -57,7 +59,7 @@ redis.call('HSET', KEYS[1],
   'ckpt_type', P.ckpt_type,
   'attempts', P.attempts,
   'abandons', P.abandons)
-redis.call('HDEL', KEYS[1], 'token', 'claimed_at')
+redis.call('HDEL', KEYS[1], 'token', 'claimed_at', 'admitted_at')
 if P.poisoned_at == '' then
   redis.call('HDEL', KEYS[1], 'poisoned_at', 'poison_reason')
   redis.call('SREM', KEYS[7], P.run_id)
@@ -65,7 +67,7 @@ else
   redis.call('HSET', KEYS[1], 'poisoned_at', P.poisoned_at, 'poison_reason', P.poison_reason)
   redis.call('SADD', KEYS[7], P.run_id)
 end
-redis.call('ZREM', KEYS[6], P.run_id)
+claim_remove(KEYS[6], row[1], P.run_id)
 if P.finished_at ~= '' then
   redis.call('HSET', KEYS[1], 'finished_at', P.finished_at)
 else
@@ -73,10 +75,10 @@ else
 end
 if P.wake_at ~= '' then
   redis.call('HSET', KEYS[1], 'wake_at', P.wake_at)
-  redis.call('ZADD', KEYS[5], P.wake_at, P.run_id)
+  ready_add(KEYS[5], row[1], P.run_id, P.wake_at)
 else
   redis.call('HDEL', KEYS[1], 'wake_at')
-  redis.call('ZREM', KEYS[5], P.run_id)
+  ready_remove(KEYS[5], row[1], P.run_id)
 end
 if P.terminal == '1' then
   redis.call('ZADD', KEYS[8], P.updated_at, P.run_id)

@@ -9,9 +9,10 @@
 -- KEYS[6] all-runs index      {docket:<ns>}:runs
 -- KEYS[7] owner runs index    {docket:<ns>}:runs_of:<owner_part>
 -- KEYS[8] graph version hash  {docket:<ns>}:graph:<owner_part>:<enc(graph_id)>:<graph_hash>
--- ARGV[1] JSON: run_id, owner (scope key), graph_id, graph_hash, status, seq, event_seq, step,
---         started_at, updated_at, wake_at, ckpt_type, now (event inserted_at), notify ("1"/"0"),
---         channel, namespace
+-- ARGV[1] JSON: prefix (derives the owner's ready twin, see the prelude), run_id, owner
+--         (scope key), graph_id, graph_hash, status, seq, event_seq, step, started_at,
+--         updated_at, wake_at, ckpt_type, now (event inserted_at), notify ("1"/"0"), channel,
+--         namespace
 -- ARGV[2] run document (canonical JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} (graph absent in the owner scope) | {"conflict"} (run id
@@ -46,7 +47,7 @@ redis.call('HSET', KEYS[1],
   'attempts', '0',
   'abandons', '0',
   'ckpt_type', P.ckpt_type)
-redis.call('ZADD', KEYS[5], P.wake_at, P.run_id)
+ready_add(KEYS[5], P.owner, P.run_id, P.wake_at)
 local member = sortable_time(P.started_at) .. ':' .. P.run_id
 redis.call('ZADD', KEYS[6], 0, member)
 redis.call('ZADD', KEYS[7], 0, member)

@@ -116,3 +116,51 @@ local function ops_evict(done_key, names_key, op_prefix, keep)
   end
   redis.call('ZREMRANGEBYRANK', done_key, 0, over - 1)
 end
+
+-- The ready index has a per-owner twin, `ready_of:<owner_part>` (same members and scores),
+-- and `ready_owners` lists (lexicographically, score 0) the owner keys that may have ready
+-- runs: every owner whose twin is not empty, plus owners whose twin emptied since a
+-- tenant-fair claim that selected something last visited them (that claim drops them, so
+-- removing a ready run costs one ZREM more, not a check of the twin's size). A tenant-fair
+-- claim walks the owners and reads each one's oldest due runs without scanning another
+-- owner's backlog. Every script
+-- adds to and removes from the ready set only through these two helpers, so the keys stay in
+-- step. They need P.prefix; the keys they derive share the namespace hash tag.
+local function ready_of(owner)
+  return P.prefix .. 'ready_of:' .. owner_part(owner)
+end
+
+-- Makes `run_id` (owned by `owner`, stored scope key) ready at `wake` (µs, decimal string).
+local function ready_add(ready_key, owner, run_id, wake)
+  redis.call('ZADD', ready_key, wake, run_id)
+  redis.call('ZADD', ready_of(owner), wake, run_id)
+  redis.call('ZADD', P.prefix .. 'ready_owners', 0, owner)
+end
+
+-- Takes `run_id` out of the ready set and its owner's twin (a no-op when it is not ready, so
+-- a commit that keeps its claim pays one ZREM, as before).
+local function ready_remove(ready_key, owner, run_id)
+  if redis.call('ZREM', ready_key, run_id) == 1 then
+    redis.call('ZREM', ready_of(owner), run_id)
+  end
+end
+
+-- Claims are counted per owner in `claims_by_owner` (scope key → number of the owner's
+-- members in the claims zset), so a tenant-fair claim reads a cap's usage in one HGET. Every
+-- script adds to and removes from the claims zset only through these two helpers: the count
+-- moves only when the zset gains or loses a member, so re-stamping a retained claim (the
+-- commit hot path) and a steal (a claim moving between workers) cost nothing extra.
+local function claim_add(claims_key, owner, run_id, at)
+  if redis.call('ZADD', claims_key, at, run_id) == 1 then
+    redis.call('HINCRBY', P.prefix .. 'claims_by_owner', owner, 1)
+  end
+end
+
+local function claim_remove(claims_key, owner, run_id)
+  if redis.call('ZREM', claims_key, run_id) == 0 then
+    return
+  end
+  if redis.call('HINCRBY', P.prefix .. 'claims_by_owner', owner, -1) <= 0 then
+    redis.call('HDEL', P.prefix .. 'claims_by_owner', owner)
+  end
+end

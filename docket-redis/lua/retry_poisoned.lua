@@ -4,11 +4,12 @@
 --
 -- KEYS[1] run hash   KEYS[2] ready zset   KEYS[3] poisoned set
 -- ARGV[1] JSON: run_id, scope_kind, scope_owner, now, terminal_statuses (comma-separated,
---         decided in Rust by RunStatus::is_terminal), channel, namespace
+--         decided in Rust by RunStatus::is_terminal), channel, namespace, prefix (derives
+--         the owner's ready twin, see the prelude)
 -- Returns {"ok", "recovered" | "unchanged", document} | {"not_found"} | {"inactive_run"} |
 --         {"corrupt", detail}
 -- Checks, in order: visible in scope → not terminal (even if poisoned) → poisoned.
--- Then writes: claim and poison cleared, counters zeroed, wake now, wake hint.
+-- Then writes: claim, poison and admission marker cleared, counters zeroed, wake now, wake hint.
 
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'not_found'}
@@ -27,9 +28,9 @@ if not row[3] then
   return {'ok', 'unchanged', row[4]}
 end
 -- ===== writes: every check is above this line =====
-redis.call('HDEL', KEYS[1], 'token', 'claimed_at', 'poisoned_at', 'poison_reason')
+redis.call('HDEL', KEYS[1], 'token', 'claimed_at', 'poisoned_at', 'poison_reason', 'admitted_at')
 redis.call('HSET', KEYS[1], 'wake_at', P.now, 'attempts', '0', 'abandons', '0')
-redis.call('ZADD', KEYS[2], P.now, P.run_id)
+ready_add(KEYS[2], row[1], P.run_id, P.now)
 redis.call('SREM', KEYS[3], P.run_id)
 redis.call('PUBLISH', P.channel, P.namespace)
 return {'ok', 'recovered', row[4]}

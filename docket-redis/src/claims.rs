@@ -7,8 +7,8 @@ use docket_core::model::{
 };
 use docket_core::store::rules::effects::{backoff_wake, validate_abandon_policy};
 use docket_core::store::{
-    AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimRequest,
-    PoisonedClaim, StoreError,
+    AbandonMode, AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimClass, ClaimLease, ClaimPolicy,
+    ClaimRequest, PoisonedClaim, StoreError,
 };
 
 use crate::error::Access;
@@ -80,6 +80,7 @@ impl RedisStore {
         let k = self.keys();
         let params = Params::new()
             .set("prefix", k.prefix())
+            .set("policy", policy.policy.as_str())
             .set("now", policy.now.as_micros())
             .set("cutoff", cutoff.as_micros())
             .set("limit", limit)
@@ -87,10 +88,27 @@ impl RedisStore {
             .set("preference", preference);
         let mut args = vec![params.into_arg()];
         args.extend((0..limit).map(|_| ClaimToken::mint().as_str().as_bytes().to_vec()));
-        let keys = vec![k.ready(), k.claims(), k.poisoned()];
-        let reply = self
-            .script(&self.scripts().claim_due, &keys, &args, Access::Write)
-            .await?;
+        // `Oldest` keeps its own script, unchanged in cost; `TenantFair` walks the per-owner
+        // ready sets and also reads the shares and the cursor.
+        let (script, keys) = match policy.policy {
+            ClaimPolicy::Oldest => (
+                &self.scripts().claim_due,
+                vec![k.ready(), k.claims(), k.poisoned()],
+            ),
+            ClaimPolicy::TenantFair => (
+                &self.scripts().claim_fair,
+                vec![
+                    k.ready(),
+                    k.claims(),
+                    k.poisoned(),
+                    k.ready_owners(),
+                    k.tenant_shares(),
+                    k.fair_cursor(),
+                    k.claims_by_owner(),
+                ],
+            ),
+        };
+        let reply = self.script(script, &keys, &args, Access::Write).await?;
         expect_ok(&reply)?;
         let mut batch = ClaimBatch::default();
         for i in 1..reply.len() {
@@ -120,7 +138,8 @@ impl RedisStore {
         let params = Params::new()
             .set("run_id", run_id.as_str())
             .set("token", token.as_str())
-            .set("now", now.as_micros());
+            .set("now", now.as_micros())
+            .set("prefix", k.prefix());
         let reply = self
             .script(
                 &self.scripts().release_claim,
@@ -155,7 +174,8 @@ impl RedisStore {
             .set("now", policy.now.as_micros())
             .set("retry_at", policy.retry_at.as_micros())
             .set("mode", mode)
-            .set("max_abandons", policy.max_claim_abandons.get());
+            .set("max_abandons", policy.max_claim_abandons.get())
+            .set("prefix", k.prefix());
         let mut args = vec![params.into_arg()];
         args.extend(backoff);
         let reply = self
@@ -192,7 +212,8 @@ impl RedisStore {
             .set("now", now.as_micros())
             .set("terminal_statuses", terminal_statuses())
             .set("channel", k.wake_channel())
-            .set("namespace", self.namespace());
+            .set("namespace", self.namespace())
+            .set("prefix", k.prefix());
         let reply = self
             .script(
                 &self.scripts().retry_poisoned,

@@ -174,6 +174,7 @@ fn decode_ops(id: &RunId, fields: &Fields) -> Result<OperationalState, StoreErro
         latest_checkpoint_type: CheckpointType::parse(ckpt).ok_or_else(|| {
             StoreError::corrupt(what(id), format!("unknown checkpoint type {ckpt:?}"))
         })?,
+        admitted_at: opt_time(id, fields, "admitted_at")?,
     })
 }
 

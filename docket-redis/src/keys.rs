@@ -155,6 +155,52 @@ impl Keys {
         format!("{}claims", self.prefix)
     }
 
+    /// Sorted set of one owner's unclaimed, healthy running runs scored by `wake_at` µs: the
+    /// per-owner twin of [`Keys::ready`], kept in step with it by every script (the prelude's
+    /// `ready_add` / `ready_remove`), so a tenant-fair claim reads each owner's oldest due
+    /// runs without walking another owner's backlog. Mirrors `ready_of` in the prelude.
+    #[must_use]
+    pub fn ready_of(&self, owner: &OwnerScope) -> String {
+        format!("{}ready_of:{}", self.prefix, owner_part(owner))
+    }
+
+    /// Lexicographic sorted set of the owner keys (`OwnerScope::scope_key`, `""` for
+    /// tenantless) that may have ready runs: every owner whose [`Keys::ready_of`] set is not
+    /// empty, plus owners whose set emptied since a tenant-fair claim that selected something
+    /// last visited them (that claim drops them). The owners a tenant-fair claim visits, in
+    /// byte order.
+    #[must_use]
+    pub fn ready_owners(&self) -> String {
+        format!("{}ready_owners", self.prefix)
+    }
+
+    /// Hash `tenant id → "<weight>:<cap>"` (cap empty = none) of the stored tenant shares.
+    #[must_use]
+    pub fn tenant_shares(&self) -> String {
+        format!("{}tenant_shares", self.prefix)
+    }
+
+    /// Hash `owner scope key → number of the owner's runs in` [`Keys::claims`], kept by every
+    /// script that adds or removes a claim (the prelude's `claim_add` / `claim_remove`): the
+    /// usage a tenant-fair claim compares with a cap.
+    #[must_use]
+    pub fn claims_by_owner(&self) -> String {
+        format!("{}claims_by_owner", self.prefix)
+    }
+
+    /// Hash of the tenant-fair cursor: `owner` (scope key) and `taken`.
+    #[must_use]
+    pub fn fair_cursor(&self) -> String {
+        format!("{}fair_cursor", self.prefix)
+    }
+
+    /// String holding the namespace's layout version once a store has migrated it (absent on
+    /// an empty namespace and on one written before the per-owner ready index existed).
+    #[must_use]
+    pub fn layout(&self) -> String {
+        format!("{}layout", self.prefix)
+    }
+
     /// Set of poisoned run ids.
     #[must_use]
     pub fn poisoned(&self) -> String {

@@ -53,6 +53,7 @@ impl RedisStore {
             claim_attempts: ops.claim_attempts,
             claim_abandons: ops.claim_abandons,
             poison: ops.poison,
+            admitted_at: ops.admitted_at,
         })
     }
 

@@ -24,7 +24,16 @@ const WRITE_BOUNDARY: &str = "-- ===== writes: every check is above this line ==
 const INITIALIZE: &str = include_str!("../lua/initialize.lua");
 const COMMIT_CLAIMED: &str = include_str!("../lua/commit_claimed.lua");
 const COMMIT_UNCLAIMED: &str = include_str!("../lua/commit_unclaimed.lua");
-const CLAIM_DUE: &str = include_str!("../lua/claim_due.lua");
+// The two claim scripts share their second half (checks and writes), `claim_apply.lua`.
+const CLAIM_DUE: &str = concat!(
+    include_str!("../lua/claim_due.lua"),
+    include_str!("../lua/claim_apply.lua")
+);
+const CLAIM_FAIR: &str = concat!(
+    include_str!("../lua/claim_fair.lua"),
+    include_str!("../lua/claim_apply.lua")
+);
+const MIGRATE: &str = include_str!("../lua/migrate.lua");
 const RELEASE_CLAIM: &str = include_str!("../lua/release_claim.lua");
 const ABANDON_CLAIM: &str = include_str!("../lua/abandon_claim.lua");
 const RETRY_POISONED: &str = include_str!("../lua/retry_poisoned.lua");
@@ -44,6 +53,8 @@ pub(crate) struct Scripts {
     pub commit_claimed: Script,
     pub commit_unclaimed: Script,
     pub claim_due: Script,
+    pub claim_fair: Script,
+    pub migrate: Script,
     pub release_claim: Script,
     pub abandon_claim: Script,
     pub retry_poisoned: Script,
@@ -79,6 +90,8 @@ impl Scripts {
             commit_claimed: write(COMMIT_CLAIMED),
             commit_unclaimed: write(COMMIT_UNCLAIMED),
             claim_due: write(CLAIM_DUE),
+            claim_fair: write(CLAIM_FAIR),
+            migrate: write(MIGRATE),
             release_claim: write(RELEASE_CLAIM),
             abandon_claim: write(ABANDON_CLAIM),
             retry_poisoned: write(RETRY_POISONED),
@@ -329,11 +342,13 @@ mod tests {
     use super::*;
 
     /// `(name, body)` of every write script.
-    const WRITE_SCRIPTS: [(&str, &str); 13] = [
+    const WRITE_SCRIPTS: [(&str, &str); 15] = [
         ("initialize", INITIALIZE),
         ("commit_claimed", COMMIT_CLAIMED),
         ("commit_unclaimed", COMMIT_UNCLAIMED),
         ("claim_due", CLAIM_DUE),
+        ("claim_fair", CLAIM_FAIR),
+        ("migrate", MIGRATE),
         ("release_claim", RELEASE_CLAIM),
         ("abandon_claim", ABANDON_CLAIM),
         ("retry_poisoned", RETRY_POISONED),
@@ -354,7 +369,7 @@ mod tests {
 
     /// Commands that change data, as the scripts spell them, plus the prelude helpers that
     /// append events and evict operation records.
-    const WRITES: [&str; 15] = [
+    const WRITES: [&str; 19] = [
         "'HSET'",
         "'HDEL'",
         "'HINCRBY'",
@@ -370,6 +385,10 @@ mod tests {
         "'INCR'",
         "'ZREMRANGEBYRANK'",
         "'HSETNX'",
+        "ready_add(",
+        "ready_remove(",
+        "claim_add(",
+        "claim_remove(",
     ];
 
     #[test]

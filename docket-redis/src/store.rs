@@ -64,7 +64,9 @@ impl RedisStore {
     /// (an evicting server would delete runs and claims silently). If `CONFIG` is forbidden
     /// (managed services, ACLs) the check is skipped with a warning. It also warns when
     /// `appendonly` is off or `appendfsync` is not `always`, because acknowledged commits can
-    /// then be lost (see the crate docs).
+    /// then be lost (see the crate docs). Last, it brings a namespace written by an older
+    /// version to the current layout ([`crate::LAYOUT_VERSION`]: the per-owner indexes of
+    /// tenant-fair claims), in one script.
     ///
     /// Must be called inside a Tokio runtime; the store keeps a handle to it for its wake-hint
     /// subscriber.
@@ -116,6 +118,7 @@ impl RedisStore {
             }),
         };
         store.check_server().await?;
+        store.migrate_layout().await.map_err(ConnectError::Store)?;
         Ok(store)
     }
 

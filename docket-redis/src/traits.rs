@@ -8,13 +8,14 @@ use async_trait::async_trait;
 use docket_core::graph::GraphDocument;
 use docket_core::model::{
     ClaimToken, Event, EventPage, EventQuery, GraphId, GraphRef, GraphVersionPage,
-    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, Timestamp,
+    GraphVersionQuery, OwnerScope, Run, RunId, RunInfo, RunPage, RunQuery, Scope, TenantId,
+    Timestamp,
 };
 use docket_core::ops::OpsLifecycleRegistry;
 use docket_core::store::{
     AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit,
-    GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, UnclaimedCommit,
-    Wakeups,
+    GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, TenantShare,
+    UnclaimedCommit, Wakeups,
 };
 
 use crate::store::RedisStore;
@@ -98,6 +99,18 @@ impl RunStore for RedisStore {
         now: Timestamp,
     ) -> Result<Run, StoreError> {
         self.do_retry_poisoned_run(scope, run_id, now).await
+    }
+
+    async fn set_tenant_share(
+        &self,
+        tenant: &TenantId,
+        share: TenantShare,
+    ) -> Result<(), StoreError> {
+        self.do_set_tenant_share(tenant, share).await
+    }
+
+    async fn tenant_shares(&self) -> Result<Vec<(TenantId, TenantShare)>, StoreError> {
+        self.do_tenant_shares().await
     }
 
     async fn fetch_event(

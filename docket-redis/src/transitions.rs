@@ -125,6 +125,7 @@ impl RedisStore {
         ];
         let params = self
             .wake_params(Params::new())
+            .set("prefix", k.prefix())
             .set("run_id", run.id.as_str())
             .set("owner", owner.scope_key())
             .set("graph_id", run.graph_id.as_str())
@@ -255,8 +256,15 @@ impl RedisStore {
         params: Params,
         commit: &Commit,
     ) -> Result<(Vec<String>, Vec<Vec<u8>>), StoreError> {
-        let ops = commit.committed_state();
+        // The script keeps or clears the stored marker itself (`keep_admission`), so the state
+        // computed here never carries one.
+        let ops = commit.committed_state(None);
         let params = committed(params, &ops)
+            .set("prefix", self.keys().prefix())
+            .set(
+                "keep_admission",
+                if commit.keeps_admission() { "1" } else { "0" },
+            )
             .set("expected_seq", commit.expected_seq())
             .set("ckpt_type", commit.checkpoint_type().as_str())
             .set("now", commit.now().as_micros())

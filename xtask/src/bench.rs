@@ -9,7 +9,8 @@
 //! go to stdout; JSON lines and PNG charts to `target/bench/<backend>.jsonl` / `.png`, all
 //! JSON lines also to `target/bench/all.jsonl`.
 //!
-//! `--smoke` runs ≈2.5 s per backend (0.5 s windows, 200-run claim pools): enough to prove the
+//! `--smoke` runs ≈2.5 s per backend (0.5 s windows, 200-run claim pools, a 200-run backlog
+//! beside four 10-run tenants in the fairness figure): enough to prove the
 //! machinery and its verification work, not to quote. Not part of `ci` (it needs a release
 //! build of its own).
 
@@ -30,6 +31,8 @@ struct Args {
     seconds: String,
     concurrency: String,
     claim_pool: String,
+    fairness_backlog: String,
+    fairness_runs: String,
 }
 
 fn parse(args: &[String]) -> Result<Args> {
@@ -38,6 +41,8 @@ fn parse(args: &[String]) -> Result<Args> {
         seconds: "10".into(),
         concurrency: "10".into(),
         claim_pool: "2000".into(),
+        fairness_backlog: "10000".into(),
+        fairness_runs: "100".into(),
     };
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
@@ -70,6 +75,8 @@ fn parse(args: &[String]) -> Result<Args> {
             "--smoke" => {
                 parsed.seconds = "0.5".into();
                 parsed.claim_pool = "200".into();
+                parsed.fairness_backlog = "200".into();
+                parsed.fairness_runs = "10".into();
             }
             other => {
                 return Err(format!(
@@ -122,6 +129,8 @@ pub fn run(args: &[String]) -> Result {
             .args(["--seconds", &args.seconds])
             .args(["--concurrency", &args.concurrency])
             .args(["--claim-pool", &args.claim_pool])
+            .args(["--fairness-backlog", &args.fairness_backlog])
+            .args(["--fairness-runs", &args.fairness_runs])
             .arg("--json")
             .arg(&jsonl)
             .arg("--chart")

@@ -15,7 +15,7 @@ use futures::{StreamExt, TryStreamExt};
 use hdrhistogram::Histogram;
 
 use docket_core::model::{OwnerScope, RunId, Timestamp};
-use docket_core::store::{Backend, ClaimLease, ClaimRequest};
+use docket_core::store::{Backend, ClaimLease, ClaimPolicy, ClaimRequest};
 
 use super::commits::nz;
 use super::driver::{histogram, record, task_failed};
@@ -84,10 +84,27 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<ClaimResult, BenchError> {
         ctx.floor.prepare_claims(pool).await?;
         let (floor_claimed, floor_elapsed, floor_latency) =
             drain_floor(Arc::clone(&ctx.floor), n, limit, pool).await?;
-        let (leases, store_elapsed) =
-            drain_store(Arc::clone(&ctx.backend), n, limit, offset, pool).await?;
+        let (leases, store_elapsed) = drain_store(
+            Arc::clone(&ctx.backend),
+            n,
+            ClaimPolicy::Oldest,
+            limit,
+            offset,
+            pool,
+        )
+        .await?;
         let mut problems = verify_floor(ctx.floor.as_ref(), &floor_claimed, pool).await?;
-        problems.extend(verify_store(ctx.backend.as_ref(), &leases, &ids, offset, limit).await?);
+        problems.extend(
+            verify_store(
+                ctx.backend.as_ref(),
+                ClaimPolicy::Oldest,
+                &leases,
+                &ids,
+                offset,
+                limit,
+            )
+            .await?,
+        );
         if !problems.is_empty() {
             return Err(BenchError::Verification(problems));
         }
@@ -115,10 +132,10 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<ClaimResult, BenchError> {
     }
 }
 
-/// The claim policy at the real clock plus `offset_ms`.
-fn policy(limit: u32, offset_ms: i64) -> ClaimRequest {
+/// A claim request under `claim_policy` at the real clock plus `offset_ms`.
+fn policy(claim_policy: ClaimPolicy, limit: u32, offset_ms: i64) -> ClaimRequest {
     ClaimRequest {
-        policy: Default::default(),
+        policy: claim_policy,
         now: Timestamp::now_utc().add_millis(offset_ms),
         limit: nz(limit),
         orphan_ttl_ms: ORPHAN_TTL_MS,
@@ -129,9 +146,10 @@ fn policy(limit: u32, offset_ms: i64) -> ClaimRequest {
 
 /// `N` claimers drain the store's due runs; stops (with an error) if more than `pool` leases
 /// come back, so a store that hands runs out twice cannot loop forever.
-async fn drain_store(
+pub(crate) async fn drain_store(
     backend: Arc<dyn Backend>,
     n: usize,
+    claim_policy: ClaimPolicy,
     limit: u32,
     offset_ms: i64,
     pool: usize,
@@ -144,7 +162,9 @@ async fn drain_store(
             tokio::spawn(async move {
                 let mut mine = Vec::new();
                 loop {
-                    let batch = backend.claim_due(&policy(limit, offset_ms)).await?;
+                    let batch = backend
+                        .claim_due(&policy(claim_policy, limit, offset_ms))
+                        .await?;
                     if !batch.poisoned.is_empty() {
                         return Err(BenchError::Verification(vec![format!(
                             "(b) claim_due poisoned {} fresh runs",
@@ -239,8 +259,9 @@ async fn verify_floor(
     Ok(problems)
 }
 
-async fn verify_store(
+pub(crate) async fn verify_store(
     backend: &dyn Backend,
+    claim_policy: ClaimPolicy,
     leases: &[ClaimLease],
     ids: &BTreeSet<RunId>,
     offset_ms: i64,
@@ -265,7 +286,9 @@ async fn verify_store(
             lease.run_id, lease.claim_attempt
         ));
     }
-    let left = backend.claim_due(&policy(limit, offset_ms)).await?;
+    let left = backend
+        .claim_due(&policy(claim_policy, limit, offset_ms))
+        .await?;
     if left.outcome_count() != 0 {
         problems.push(format!(
             "(b) limit {limit}: {} runs were still claimable after the pool was drained",

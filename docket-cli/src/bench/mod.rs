@@ -24,6 +24,8 @@ mod claims;
 mod commits;
 mod driver;
 mod e2e;
+mod fair_claims;
+mod fairness;
 mod floor;
 mod moments;
 mod probe;
@@ -64,6 +66,10 @@ pub struct BenchOptions {
     /// The worker's `max_commit_batch` in (c): how many claimed commits group commit sends
     /// as one store call (`1` commits each moment alone). Default: the engine's, 1.
     pub max_commit_batch: usize,
+    /// Runs of the large tenant in the fairness figure (t). Default 10,000.
+    pub fairness_backlog: usize,
+    /// Runs of each of the four small tenants in (t). Default 100.
+    pub fairness_runs: usize,
     /// The git commit to stamp on every JSON line.
     pub git_commit: Option<String>,
 }
@@ -77,6 +83,8 @@ impl Default for BenchOptions {
             claim_pool: 2_000,
             claim_batch: 10,
             max_commit_batch: docket::engine::WorkerConfig::default().max_commit_batch,
+            fairness_backlog: 10_000,
+            fairness_runs: 100,
             git_commit: None,
         }
     }
@@ -103,6 +111,11 @@ impl BenchOptions {
         }
         if self.claim_batch < 2 || self.claim_batch > docket_core::model::MAX_PAGE_LIMIT {
             return bad("the claim batch must be 2..=1000");
+        }
+        if self.fairness_runs == 0 || self.fairness_backlog < self.fairness_runs {
+            return bad(
+                "the fairness figure needs 1 or more small runs and a backlog at least as large",
+            );
         }
         Ok(())
     }
@@ -231,15 +244,28 @@ async fn measure(
         let e2e = e2e::run(&ctx).await?;
         let commits = commits::run(&ctx).await?;
         let claims = claims::run(&ctx).await?;
+        let fair_claims = fair_claims::run(&ctx).await?;
         let registry = registry::run(&ctx).await?;
         // (e) is read before the long commit histories are paged back in.
         let peak_rss = rss::peak_kib();
         let store_commits = commits::verify(&ctx, &commits).await?;
-        Ok::<_, BenchError>((e2e, commits, claims, registry, peak_rss, store_commits))
+        // Last: its tenant-fair phase leaves the large tenant's remaining runs due.
+        let fairness = fairness::run(&ctx).await?;
+        Ok::<_, BenchError>((
+            e2e,
+            commits,
+            claims,
+            fair_claims,
+            registry,
+            peak_rss,
+            store_commits,
+            fairness,
+        ))
     }
     .await;
     let teardown = ctx.floor.teardown().await;
-    let (e2e, commits, claims, registry, peak_rss, store_commits) = measured?;
+    let (e2e, commits, claims, fair_claims, registry, peak_rss, store_commits, fairness) =
+        measured?;
     teardown?;
 
     let commit_floor = ctx.floor.commit_statement();
@@ -274,6 +300,16 @@ async fn measure(
             floor_label: format!("raw claim, limit {}", options.claim_batch),
             better: Better::Higher,
             meaning: "share of the raw claim rate reached",
+        },
+        Figure {
+            key: "claim_throughput_fair",
+            label: "(b) claims/s, limit 1, tenant-fair (5 tenants)".into(),
+            unit: "claims/s",
+            value: fair_claims.rate,
+            floor: claims.single.store_rate,
+            floor_label: "the store's oldest-first claims/s, limit 1".into(),
+            better: Better::Higher,
+            meaning: "share of the oldest-first claim rate kept by the round robin",
         },
         Figure {
             key: "e2e_throughput",
@@ -342,7 +378,48 @@ async fn measure(
             meaning: "times the process's RSS before the bench",
         });
     }
+    for (key, name, outcome) in [
+        ("fairness_small_finish_oldest", "oldest", &fairness.oldest),
+        ("fairness_small_finish_fair", "tenant-fair", &fairness.fair),
+    ] {
+        figures.push(Figure {
+            key,
+            label: format!(
+                "(t) {name}: slowest small tenant's {} runs beside a {}-run backlog",
+                options.fairness_runs, options.fairness_backlog
+            ),
+            unit: "s",
+            value: outcome
+                .small_finish
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or_default()
+                .as_secs_f64(),
+            floor: fairness.alone.as_secs_f64(),
+            floor_label: "one small tenant's runs alone".into(),
+            better: Better::Lower,
+            meaning: "times as long as the small tenant takes alone",
+        });
+    }
+    for (key, name, outcome) in [
+        ("fairness_jain_oldest", "oldest", &fairness.oldest),
+        ("fairness_jain_fair", "tenant-fair", &fairness.fair),
+    ] {
+        figures.push(Figure {
+            key,
+            label: format!("(t) {name}: Jain index of claims per active tenant, 1 s windows"),
+            unit: "index",
+            value: outcome.jain,
+            floor: 1.0,
+            floor_label: "perfectly equal shares".into(),
+            better: Better::Higher,
+            meaning: "1 = every active tenant got the same claims; 1/k = one got them all",
+        });
+    }
     let mut verified = e2e.verified;
+    verified.push(fair_claims.verified);
+    verified.extend(fairness.verified);
     verified.extend(commits.verified);
     verified.push(store_commits);
     verified.extend(claims.verified);

@@ -35,6 +35,12 @@ pub struct BenchArgs {
     /// end-to-end phase (1, the engine's default, commits every moment alone).
     #[arg(long, default_value_t = 1)]
     max_commit_batch: usize,
+    /// Runs of the large tenant in the fairness figure (t).
+    #[arg(long, default_value_t = 10_000)]
+    fairness_backlog: usize,
+    /// Runs of each of the four small tenants in the fairness figure (t).
+    #[arg(long, default_value_t = 100)]
+    fairness_runs: usize,
     /// Write one JSON object per figure to FILE (JSON lines).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -68,6 +74,8 @@ impl BenchArgs {
             claim_pool: self.claim_pool,
             claim_batch: self.claim_batch,
             max_commit_batch: self.max_commit_batch,
+            fairness_backlog: self.fairness_backlog,
+            fairness_runs: self.fairness_runs,
             git_commit: self.git_commit.clone(),
         })
     }

@@ -9,6 +9,7 @@ mod conformance;
 mod demo;
 mod json;
 mod ops;
+mod tenant;
 mod verify;
 mod worker;
 
@@ -54,6 +55,9 @@ enum Command {
     /// Show the operations a session holds in the store's operation registry.
     #[command(subcommand)]
     Ops(ops::OpsCommand),
+    /// Set and show the weights and caps of tenant-fair claiming.
+    #[command(subcommand)]
+    Tenant(tenant::TenantCommand),
     /// Create or upgrade the backend's schema.
     Migrate,
     /// Run the shared conformance suite against the backend of --backend (each case in its
@@ -103,6 +107,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Events(args) => admin::events(&connect(url.as_deref()).await?, args).await,
         Command::Interrupt(cmd) => admin::interrupt(&connect(url.as_deref()).await?, cmd).await,
         Command::Ops(cmd) => ops::ops(&connect(url.as_deref()).await?, cmd).await,
+        Command::Tenant(cmd) => tenant::tenant(&connect(url.as_deref()).await?, cmd).await,
         Command::Conformance(args) => conformance::run(&backend_url(url.as_deref()), args).await,
         Command::Bench(args) => bench::run(url.as_deref(), args).await,
         Command::Migrate => {

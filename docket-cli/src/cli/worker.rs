@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use docket::connect::redact;
+use docket::core::store::ClaimPolicy;
 use docket::engine::{
     idle_state, DrainBudget, PrunerConfig, StatsSnapshot, Worker, WorkerConfig, WorkerFailure,
     DEFAULT_MAX_SUPERSTEPS,
@@ -50,6 +51,16 @@ pub struct WorkerArgs {
     /// with max_supersteps_exceeded (a cycle that never ends cannot run forever).
     #[arg(long, default_value_t = DEFAULT_MAX_SUPERSTEPS)]
     max_supersteps: u64,
+    /// Which due runs to claim first: `oldest` (oldest due first, whoever owns it) or
+    /// `tenant-fair` (breadth-first across tenants with their stored weights and caps; see
+    /// `docket tenant`). Workers sharing a store should use the same policy.
+    #[arg(long, default_value = "oldest", value_parser = parse_claim_policy)]
+    claim_policy: ClaimPolicy,
+}
+
+/// Parses `--claim-policy`.
+pub(super) fn parse_claim_policy(text: &str) -> Result<ClaimPolicy, String> {
+    ClaimPolicy::parse(text).map_err(|e| e.to_string())
 }
 
 impl WorkerArgs {
@@ -60,6 +71,7 @@ impl WorkerArgs {
             orphan_ttl_ms: self.orphan_ttl_ms,
             max_attempt_elapsed_ms: self.max_attempt_elapsed_ms,
             max_supersteps: Some(self.max_supersteps),
+            claim_policy: self.claim_policy,
             drain_budget: DrainBudget {
                 max_moments: Some(self.drain_max_moments),
                 max_elapsed_ms: self.drain_max_elapsed_ms,

@@ -57,6 +57,7 @@ async fn wrong_types_and_disagreeing_fields_in_the_run_hash_are_corrupt() {
         ("status", b"sleeping"),
         ("ckpt_type", b"nap"),
         ("poison_reason", b"max_claim_attempts_exceeded"),
+        ("admitted_at", b"early"),
     ] {
         let original: Option<Vec<u8>> = fx
             .guard

@@ -121,6 +121,24 @@ async fn every_write_script_checks_everything_before_its_first_write() {
     )
     .await;
 
+    // claim_due under TenantFair: reads the share, counts the claims for the cap, and stores
+    // the cursor and the admission marker only below the boundary
+    let acme = docket_core::model::TenantId::new("acme").expect("tenant");
+    let capped = docket_core::store::TenantShare {
+        weight: NonZeroU32::new(2).expect("weight"),
+        cap: NonZeroU32::new(1),
+    };
+    fx.store
+        .set_tenant_share(&acme, capped)
+        .await
+        .expect("share");
+    let fair = docket_core::store::ClaimRequest {
+        policy: docket_core::store::ClaimPolicy::TenantFair,
+        ..policy(t(6), 2, 60_000, 5, None)
+    };
+    let batch = stops_at_boundary(&fx, twin.claim_due(&fair), fx.store.claim_due(&fair)).await;
+    assert_eq!(batch.leases.len(), 1);
+
     // commit_unclaimed
     let cancelled = next(&moved, RunStatus::Cancelled, t(7));
     let signal = || unclaimed_commit(cancelled.clone(), ReleaseWake::Terminal, t(7));

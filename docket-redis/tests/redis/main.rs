@@ -7,6 +7,7 @@ mod claims;
 mod common;
 mod corruption;
 mod fail_points;
+mod fair;
 mod ops;
 mod prune;
 mod rejections;

@@ -11,6 +11,7 @@ mod graphs;
 mod input;
 mod ops;
 mod runs;
+mod tenants;
 
 use std::fmt;
 use std::sync::Arc;
