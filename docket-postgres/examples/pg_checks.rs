@@ -11,6 +11,10 @@
 //!   `Oldest` and under `TenantFair`, interleaved, then `Oldest` again without the fair
 //!   claim's index (`runs_ready_owner_index`), which is what that index costs the other
 //!   writes. Prints medians and 90th percentiles.
+//! * `pg_checks fair-rate [--runs N]` — N due runs (default 2,000) over five tenants, drained
+//!   by 10 concurrent claimers at limit 1, once under `Oldest` and once under `TenantFair`,
+//!   with the server's own durability settings (the test harness turns `synchronous_commit`
+//!   off; this does not): prints leases per second of each and their ratio.
 //! * `pg_checks drop-schema URL` — drops the schema a `postgres://…?schema=NAME` URL names.
 //!
 //! The server is `DOCKET_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
@@ -33,9 +37,11 @@ async fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("plan") => plan(&args[1..]).await,
         Some("fair-cost") => fair_cost(&args[1..]).await,
+        Some("fair-rate") => fair_rate(&args[1..]).await,
         Some("drop-schema") if args.len() == 2 => drop_schema(&args[1]).await,
         _ => Err(
             "usage: pg_checks plan [--runs N] | pg_checks fair-cost [--runs N] | \
+             pg_checks fair-rate [--runs N] | \
              pg_checks drop-schema URL"
                 .to_owned(),
         ),
@@ -302,5 +308,108 @@ async fn fair_cost(args: &[String]) -> Result<(), String> {
     summary("oldest claim+10 releases", with_index);
     summary("same, no ready-owner index", without);
     drop((store, guard, store2, guard2));
+    Ok(())
+}
+
+/// One drain of `pending` due runs by 10 claimers at limit 1 under `policy`, on a fresh
+/// schema opened with the server's durability settings; leases per second.
+async fn drain_rate(pending: u64, policy: ClaimPolicy) -> Result<f64, String> {
+    let options = docket_postgres::PostgresOptions {
+        schema: testing::fresh_schema_name(),
+        pool_size: 12,
+        ..docket_postgres::parse_url(&testing::test_url()).map_err(failed("test url"))?
+    };
+    let store = PostgresStore::open(options)
+        .await
+        .map_err(failed("open a fresh schema"))?;
+    let now = Timestamp::from_millis(1_700_000_000_000);
+    let per_tenant = pending / 5;
+    let doc = GraphDocument::from_json(r#"{"schema_version":1,"id":"rate"}"#)
+        .map_err(|e| format!("graph document: {e}"))?;
+    let graph = GraphRef {
+        graph_id: GraphId::new("rate").map_err(|e| e.to_string())?,
+        graph_hash: graph_hash(&doc),
+    };
+    for name in ["t0", "t1", "t2", "t3", "t4"] {
+        let owner = OwnerScope::Tenant(TenantId::new(name).map_err(|e| e.to_string())?);
+        store
+            .save_graph(&owner, &graph, &doc, now)
+            .await
+            .map_err(failed("save the graph"))?;
+        let runs = BulkRuns {
+            pending: per_tenant,
+            claimed: 0,
+            finished: 0,
+        };
+        bulk_insert_runs(&store, &owner, &graph, runs, now)
+            .await
+            .map_err(failed("bulk insert"))?;
+        let rename = format!(
+            "UPDATE {s}.runs SET run_id = '{name}-' || run_id WHERE run_id LIKE 'bulk%'",
+            s = store.schema()
+        );
+        sqlx::raw_sql(&rename)
+            .execute(testing::pool(&store))
+            .await
+            .map_err(|e| format!("rename: {e}"))?;
+    }
+    // Every run due at `at`: the bulk wakes spread around `now`.
+    let at = now.add_millis(i64::try_from(pending).unwrap_or(i64::MAX) + 1);
+    let request = ClaimRequest {
+        policy,
+        now: at,
+        limit: NonZeroU32::MIN,
+        orphan_ttl_ms: 3_600_000,
+        max_claim_attempts: NonZeroU32::MIN.saturating_add(4),
+        preference: None,
+    };
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let mut leased = 0u64;
+            loop {
+                let batch = store.claim_due(&request).await?;
+                if batch.leases.is_empty() {
+                    return Ok::<u64, StoreError>(leased);
+                }
+                leased += batch.leases.len() as u64;
+            }
+        });
+    }
+    let mut leased = 0;
+    while let Some(joined) = tasks.join_next().await {
+        leased += joined
+            .map_err(|e| format!("claimer: {e}"))?
+            .map_err(failed("claim"))?;
+    }
+    let rate = leased as f64 / started.elapsed().as_secs_f64();
+    let url = format!("{}?schema={}", testing::test_url(), store.schema());
+    drop(store);
+    PostgresStore::drop_schema(&url)
+        .await
+        .map_err(failed("drop the schema"))?;
+    if leased != per_tenant * 5 {
+        return Err(format!(
+            "{policy:?} leased {leased} of {} runs",
+            per_tenant * 5
+        ));
+    }
+    Ok(rate)
+}
+
+async fn fair_rate(args: &[String]) -> Result<(), String> {
+    let pending = match args {
+        [] => 2_000,
+        _ => runs_arg(args)?,
+    };
+    let oldest = drain_rate(pending, ClaimPolicy::Oldest).await?;
+    let fair = drain_rate(pending, ClaimPolicy::TenantFair).await?;
+    println!(
+        "pg-fair-rate: limit 1, 10 claimers: oldest {oldest:.0} leases/s, tenant_fair {fair:.0} \
+         leases/s, ratio {:.2}",
+        fair / oldest
+    );
     Ok(())
 }

@@ -92,6 +92,18 @@ DECLARE
     v_next_taken integer;
     rec record;
 BEGIN
+    -- Fair claims hold the cursor lock until they commit, so a commit that waited for its WAL
+    -- flush would make every fair claim wait for the flushes of all before it. A claim need not
+    -- survive a crash to be safe (a lost claim fences its holder out at its next write, like a
+    -- steal, and the run is claimed again), so this transaction commits without waiting; any
+    -- later durable write of the holder flushes the claim first (WAL is flushed in order).
+    PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
+    -- Every statement below is planned once per session, for any arguments: re-planning them
+    -- per call (PL/pgSQL's custom plans) would cost more than running them, inside the lock.
+    -- Each one reads its index whatever the arguments (`pg_checks fair-cost` shows the plans'
+    -- cost). Both settings end with this transaction (a SET clause on the function would
+    -- undo them at its exit, before the commit they are for).
+    PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
     SELECT c.scope_key, c.taken INTO v_cursor_key, v_cursor_taken
         FROM {s}.claim_cursor AS c WHERE c.singleton FOR UPDATE;
 
@@ -151,6 +163,8 @@ BEGIN
             END LOOP;
             v_round0 := v_round0 + GREATEST(LEAST(v_found, v_weight - v_offset), 0);
         END IF;
+        -- Enough for this claim: no need to look for the next owner.
+        EXIT WHEN v_round0 >= p_limit;
 
         -- The next owner in round-robin order.
         v_next_key := NULL;
