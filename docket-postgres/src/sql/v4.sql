@@ -41,9 +41,11 @@ INSERT INTO {s}.claim_cursor (singleton, scope_key, taken) VALUES (true, NULL, N
 --    predecessor wrote (FOR UPDATE returns the newest row version), and since the function is
 --    VOLATILE every later statement takes a new snapshot, so the caps below are counted from
 --    the predecessor's committed claims, never from a stale view.
--- 2. Walk the owners with ready work in round-robin order: the cursor's owner (turn 0), the
---    owners after it (turn 1), then those before it (turn 2); without a cursor, every owner
---    from the first key (turn 1). For each, read its weight and cap, offer at most
+-- 2. Walk the owners with due ready work in round-robin order: the cursor's owner (turn 0),
+--    the owners after it (turn 1), then those before it (turn 2); without a cursor, every
+--    owner from the first key (turn 1). Each step to the next owner is one probe of
+--    `runs_ready_owner_index` that skips owners whose ready runs all wake later (their index
+--    entries are passed over inside the index, not one statement per owner). For each, read its weight and cap, offer at most
 --    `cap - claimed now` candidates (and never more than `p_limit`: one owner cannot fill more
 --    than the whole batch), number them `i = 1..` in `(wake_at, run_id)` order. Stop once the
 --    owners seen hold `p_limit` candidates of round 0: every later owner's candidates rank
@@ -114,7 +116,7 @@ BEGIN
     ELSE
         SELECT r.scope_key INTO v_owner FROM {s}.runs AS r
             WHERE r.status = 'running' AND r.poisoned_at IS NULL AND r.claim_token IS NULL
-              AND r.wake_at IS NOT NULL
+              AND r.wake_at IS NOT NULL AND r.wake_at <= p_now
             ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
         v_turn := 1;
     END IF;
@@ -171,7 +173,7 @@ BEGIN
         IF v_turn = 0 OR v_turn = 1 THEN
             SELECT r.scope_key INTO v_next_key FROM {s}.runs AS r
                 WHERE r.status = 'running' AND r.poisoned_at IS NULL AND r.claim_token IS NULL
-                  AND r.wake_at IS NOT NULL AND r.scope_key > v_owner
+                  AND r.wake_at IS NOT NULL AND r.wake_at <= p_now AND r.scope_key > v_owner
                 ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
             IF v_next_key IS NOT NULL THEN
                 v_turn := 1;
@@ -179,14 +181,14 @@ BEGIN
                 -- Wrap around to the owners before the cursor's.
                 SELECT r.scope_key INTO v_next_key FROM {s}.runs AS r
                     WHERE r.status = 'running' AND r.poisoned_at IS NULL
-                      AND r.claim_token IS NULL AND r.wake_at IS NOT NULL
+                      AND r.claim_token IS NULL AND r.wake_at IS NOT NULL AND r.wake_at <= p_now
                     ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
                 v_turn := 2;
             END IF;
         ELSE
             SELECT r.scope_key INTO v_next_key FROM {s}.runs AS r
                 WHERE r.status = 'running' AND r.poisoned_at IS NULL AND r.claim_token IS NULL
-                  AND r.wake_at IS NOT NULL AND r.scope_key > v_owner
+                  AND r.wake_at IS NOT NULL AND r.wake_at <= p_now AND r.scope_key > v_owner
                 ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
         END IF;
         IF v_turn = 2 AND v_next_key >= v_cursor_key THEN
