@@ -157,3 +157,9 @@ fn the_ops_commands_show_what_a_session_registered_through_the_library_on_postgr
     let schema = Schema::fresh("ops");
     support::ops::check_the_ops_commands(&schema.url);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cap_of_two_holds_across_four_worker_processes_on_postgres() {
+    let schema = Schema::fresh("caps");
+    support::caps::a_cap_of_two_holds_across_four_worker_processes(&schema.url).await;
+}

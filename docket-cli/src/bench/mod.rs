@@ -397,9 +397,9 @@ async fn measure(
                 .unwrap_or_default()
                 .as_secs_f64(),
             floor: fairness.alone.as_secs_f64(),
-            floor_label: "one small tenant's runs alone".into(),
+            floor_label: "the four small tenants without the backlog".into(),
             better: Better::Lower,
-            meaning: "times as long as the small tenant takes alone",
+            meaning: "times as long as the small tenants take without the backlog",
         });
     }
     for (key, name, outcome) in [
