@@ -37,32 +37,27 @@ impl FairState {
     }
 }
 
-/// Loads the shares, the runs each owner holds claimed (expired claims included) and the
-/// cursor.
+/// Loads the shares, the cursor, and the runs each *capped* tenant holds claimed (expired
+/// claims included): only a cap reads the count, so owners without one are never counted
+/// and a fair claim costs the same however many runs other owners hold.
 ///
 /// # Errors
 /// Infrastructure, or `Corrupt` for a stored share or cursor out of range.
 pub(crate) fn load(conn: &Connection) -> Result<FairState, StoreError> {
-    let shares = shares(conn)?
+    let shares: BTreeMap<String, TenantShare> = shares(conn)?
         .into_iter()
         .map(|(tenant, share)| (tenant.as_str().to_owned(), share))
         .collect();
     let mut claimed = BTreeMap::new();
-    let mut stmt = conn
+    let mut count = conn
         .prepare_cached(
-            "SELECT scope_key, count(*) FROM docket_runs INDEXED BY docket_runs_expired \
-             WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL \
-             GROUP BY scope_key",
+            "SELECT count(*) FROM docket_runs INDEXED BY docket_runs_claimed_by_owner \
+             WHERE scope_key = ?1 AND claim_token IS NOT NULL",
         )
         .sql()?;
-    let rows = stmt
-        .query_map([], |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
-        })
-        .sql()?;
-    for row in rows {
-        let (owner, count) = row.sql()?;
-        claimed.insert(owner, u32::try_from(count).unwrap_or(u32::MAX));
+    for (owner, _) in shares.iter().filter(|(_, share)| share.cap.is_some()) {
+        let held: i64 = count.query_row([owner], |row| row.get(0)).sql()?;
+        claimed.insert(owner.clone(), u32::try_from(held).unwrap_or(u32::MAX));
     }
     let cursor = conn
         .prepare_cached("SELECT scope_key, taken FROM docket_claim_cursor WHERE id = 1")

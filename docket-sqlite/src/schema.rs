@@ -157,8 +157,9 @@ CREATE INDEX docket_ops_listing ON docket_ops_operations (owner_id, display_name
 
 /// Version 3: tenant-fair claiming. The admission marker on the run row (only a running,
 /// healthy row may hold one), each owner's ready runs indexed by owner so a fair claim reads
-/// only the heads of each owner's queue, the stored tenant shares, and the one-row cursor of
-/// the round robin.
+/// only the heads of each owner's queue, each owner's claimed runs indexed so a capped owner's
+/// claims are counted without reading anyone else's, the stored tenant shares, and the
+/// one-row cursor of the round robin.
 const V3: &str = r"
 ALTER TABLE docket_runs ADD COLUMN admitted_at INTEGER NULL
     CHECK (admitted_at IS NULL OR (status = 'running' AND poisoned_at IS NULL));
@@ -166,6 +167,9 @@ ALTER TABLE docket_runs ADD COLUMN admitted_at INTEGER NULL
 CREATE INDEX docket_runs_ready_by_owner ON docket_runs (scope_key, wake_at, run_id)
     WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL
       AND wake_at IS NOT NULL;
+
+CREATE INDEX docket_runs_claimed_by_owner ON docket_runs (scope_key)
+    WHERE claim_token IS NOT NULL;
 
 CREATE TABLE docket_tenant_shares (
     tenant_id TEXT    NOT NULL PRIMARY KEY CHECK (tenant_id <> ''),

@@ -53,7 +53,8 @@ async fn a_version_one_database_gains_the_registry_and_keeps_its_runs() {
     execute_sql(
         &path,
         "DROP TABLE docket_ops_operations; DROP TABLE docket_ops_owners; \
-         DROP INDEX docket_runs_ready_by_owner; DROP TABLE docket_tenant_shares; \
+         DROP INDEX docket_runs_ready_by_owner; DROP INDEX docket_runs_claimed_by_owner; \
+         DROP TABLE docket_tenant_shares; \
          DROP TABLE docket_claim_cursor; ALTER TABLE docket_runs DROP COLUMN admitted_at; \
          PRAGMA user_version = 1;",
     )

@@ -7,7 +7,7 @@ use std::num::NonZeroU32;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use docket::core::model::{RunId, RunStatus, Scope, TenantId};
+use docket::core::model::{RunId, RunStatus, Scope, TenantId, Timestamp};
 use docket::core::store::TenantShare;
 use docket::{Docket, StartOptions};
 
@@ -70,15 +70,13 @@ pub async fn a_cap_of_two_holds_across_four_worker_processes(url: &str) {
     let mut most = 0;
     let mut samples = 0u64;
     loop {
-        let mut held = 0;
-        for id in &capped_runs {
-            let info = docket
-                .backend()
-                .inspect_run(&Scope::System, id)
-                .await
-                .expect("inspect");
-            held += usize::from(info.is_claimed());
-        }
+        // Two passes over the runs: a claim seen in both, unchanged, was held from its first
+        // read to its second, and every first read precedes every second one, so all such
+        // claims were held at one instant. One pass alone could count a run just released
+        // beside another just claimed.
+        let first = claims_of(&docket, &capped_runs).await;
+        let second = claims_of(&docket, &capped_runs).await;
+        let held = first.iter().filter(|claim| second.contains(claim)).count();
         most = most.max(held);
         samples += 1;
         assert!(
@@ -111,4 +109,20 @@ pub async fn a_cap_of_two_holds_across_four_worker_processes(url: &str) {
             .expect("fetch");
         assert_eq!(run.status, RunStatus::Done, "run {id}");
     }
+}
+
+/// The runs of `ids` claimed right now, each with the time its claim was taken.
+async fn claims_of(docket: &Docket, ids: &[RunId]) -> Vec<(RunId, Timestamp)> {
+    let mut claims = Vec::new();
+    for id in ids {
+        let info = docket
+            .backend()
+            .inspect_run(&Scope::System, id)
+            .await
+            .expect("inspect");
+        if let Some(at) = info.claimed_at {
+            claims.push((id.clone(), at));
+        }
+    }
+    claims
 }
