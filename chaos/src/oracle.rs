@@ -165,11 +165,46 @@ pub async fn check<S: RunStore + ?Sized>(
     for (id, run) in &stored {
         check_run(&mut report, id, run);
     }
+    let resolved = resolve_unknown(journal, &stored);
+    let journal = &resolved;
     check_acks(&mut report, journal, &stored);
     check_stale(&mut report, journal);
     check_double_landing(&mut report, journal);
     check_effects(&mut report, journal, &stored, input);
     Ok(report)
+}
+
+/// Decides every commit whose own reply the store lost ([`Applied::Unknown`]) by reading:
+/// it landed when its events are stored, unchanged, and no other commit of the same
+/// checkpoint is known to have landed (events carry their instants, so two proposals of one
+/// seq never compare equal; should they, the known landing wins and this one counts as not
+/// landed, which can hide a duplicate but never invent one).
+fn resolve_unknown(journal: &JournalSnapshot, stored: &HashMap<String, Stored>) -> JournalSnapshot {
+    let key = |a: &crate::journal::CommitAttempt| {
+        (
+            a.run_id.clone(),
+            checkpoint_seq_of(&a.events).unwrap_or(a.expected_seq + 1),
+        )
+    };
+    let known: HashSet<(String, u64)> = journal
+        .attempts
+        .iter()
+        .filter(|a| a.applied == Applied::Landed)
+        .map(key)
+        .collect();
+    let mut out = journal.clone();
+    for attempt in &mut out.attempts {
+        if attempt.applied == Applied::Unknown {
+            let landed = !known.contains(&key(attempt))
+                && present(stored.get(&attempt.run_id), &attempt.events);
+            attempt.applied = if landed {
+                Applied::Landed
+            } else {
+                Applied::Refused
+            };
+        }
+    }
+    out
 }
 
 fn check_run(report: &mut Report, id: &str, stored: &Stored) {
@@ -261,7 +296,8 @@ fn check_acks(report: &mut Report, journal: &JournalSnapshot, stored: &HashMap<S
         match attempt.applied {
             Applied::Landed => tally.landed += 1,
             Applied::Refused => tally.refused += 1,
-            Applied::NotSent => tally.not_sent += 1,
+            // Resolved above; kept apart should a caller skip the resolution.
+            Applied::NotSent | Applied::Unknown => tally.not_sent += 1,
         }
         match (attempt.reply, attempt.applied) {
             (Reply::Ok, _) => {
