@@ -15,6 +15,7 @@
 //! * [`workload::run`] — workers, runs, the human playing interrupts, a heal phase, the
 //!   oracle.
 //!
+//! * [`mutant`] — deliberately broken layers the oracle must catch;
 //! * [`process`] — the same oracle over worker *processes*: kills, freezes, server
 //!   restarts and cut connections (`cargo xtask chaos`).
 //!
@@ -22,6 +23,7 @@
 
 pub mod fault;
 pub mod journal;
+pub mod mutant;
 pub mod observer;
 pub mod oracle;
 pub mod process;

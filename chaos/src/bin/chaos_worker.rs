@@ -7,6 +7,9 @@
 //! came of it, every acknowledged commit and every node execution is appended to `FILE` as
 //! one JSON line before the engine moves on, so SIGKILL loses nothing recorded. SIGTERM stops
 //! it cleanly.
+//!
+//! `--mutant <token-blind|assume-landed|blind-retry> [--tokens DIR]` breaks it on purpose
+//! (see [`docket_chaos::mutant`]), for the tests that show the oracle failing.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use docket::Docket;
 use docket_chaos::journal::Reply;
+use docket_chaos::mutant::{AssumeLanded, BlindRetry, TokenBlind};
 use docket_chaos::observer::AckObserver;
+use docket_chaos::process::options::Mutant;
 use docket_chaos::workload::{worker_config, EffectNode};
 use docket_chaos::{FaultLayer, FaultPlan, Journal};
 use docket_core::store::{Backend, Layered};
@@ -24,12 +29,18 @@ struct Args {
     backend: String,
     journal: PathBuf,
     orphan_ttl_ms: u64,
+    /// A deliberately broken layer (tests of the oracle only).
+    mutant: Option<Mutant>,
+    /// Where a shared token-blind store keeps the tokens it learned.
+    tokens: Option<PathBuf>,
 }
 
 fn parse() -> Result<Args, String> {
     let mut backend = None;
     let mut journal = None;
     let mut orphan_ttl_ms = 800;
+    let mut mutant = None;
+    let mut tokens = None;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
@@ -39,6 +50,8 @@ fn parse() -> Result<Args, String> {
             "--orphan-ttl-ms" => {
                 orphan_ttl_ms = value.parse().map_err(|_| "bad --orphan-ttl-ms")?
             }
+            "--mutant" => mutant = Some(Mutant::parse(&value)?),
+            "--tokens" => tokens = Some(PathBuf::from(value)),
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -46,6 +59,8 @@ fn parse() -> Result<Args, String> {
         backend: backend.ok_or("--backend is required")?,
         journal: journal.ok_or("--journal is required")?,
         orphan_ttl_ms,
+        mutant,
+        tokens,
     })
 }
 
@@ -69,12 +84,26 @@ async fn work(args: Args) -> Result<(), String> {
         Journal::persistent(&args.journal)
             .map_err(|e| format!("{}: {e}", args.journal.display()))?,
     );
-    let store = connect(&args.backend).await?;
-    let layered: Arc<dyn Backend> = Arc::new(Layered(FaultLayer::new(
+    let mut store = connect(&args.backend).await?;
+    if args.mutant == Some(Mutant::TokenBlind) {
+        let dir = args
+            .tokens
+            .clone()
+            .ok_or("--mutant token-blind needs --tokens DIR")?;
+        store = Arc::new(Layered(TokenBlind::shared(store, dir)));
+    }
+    let mut layered: Arc<dyn Backend> = Arc::new(Layered(FaultLayer::new(
         store,
         FaultPlan::none(0),
         Arc::clone(&journal),
     )));
+    match args.mutant {
+        Some(Mutant::AssumeLanded) => {
+            layered = Arc::new(Layered(AssumeLanded { inner: layered }));
+        }
+        Some(Mutant::BlindRetry) => layered = Arc::new(Layered(BlindRetry { inner: layered })),
+        Some(Mutant::TokenBlind) | None => {}
+    }
     let nodes = docket::nodes::registry()
         .with("chaos.effect", EffectNode::new(Arc::clone(&journal)))
         .map_err(|e| e.to_string())?;

@@ -101,3 +101,21 @@ fn two_accepted_commits_of_one_checkpoint_are_a_duplicate() {
     check_double_landing(&mut report, &journal);
     assert_eq!(report.duplicated, 1, "{:?}", report.problems);
 }
+
+#[test]
+fn a_commit_whose_reply_was_lost_is_not_landed_when_the_store_lacks_it() {
+    let mut cut = landed("r", "a", 3);
+    cut.applied = Applied::Unknown;
+    cut.reply = Reply::Ambiguous;
+    let journal = JournalSnapshot {
+        attempts: vec![cut],
+        ..JournalSnapshot::default()
+    };
+    let resolved = resolve_unknown(&journal, &HashMap::new());
+    assert_eq!(resolved.attempts[0].applied, Applied::Refused);
+    let mut report = Report::default();
+    check_acks(&mut report, &resolved, &HashMap::new());
+    assert_eq!(report.commits.ambiguous_not_landed, 1);
+    assert_eq!(report.commits.not_sent, 0);
+    assert!(report.is_safe());
+}

@@ -25,11 +25,14 @@ pub struct Fleet {
     url: String,
     dir: PathBuf,
     orphan_ttl_ms: u64,
+    /// Extra arguments for every worker (a mutant, in tests of the oracle).
+    extra: Vec<String>,
     slots: Vec<Slot>,
 }
 
 impl Fleet {
-    /// Starts `workers` processes of `binary` against `url`, journals and logs in `dir`.
+    /// Starts `workers` processes of `binary` against `url`, journals and logs in `dir`, each
+    /// with `extra` arguments.
     ///
     /// # Errors
     /// A process could not be started.
@@ -39,12 +42,14 @@ impl Fleet {
         dir: &Path,
         workers: usize,
         orphan_ttl_ms: u64,
+        extra: Vec<String>,
     ) -> Result<Self, String> {
         let mut fleet = Fleet {
             binary: binary.to_owned(),
             url: url.to_owned(),
             dir: dir.to_owned(),
             orphan_ttl_ms,
+            extra,
             slots: Vec::new(),
         };
         for index in 0..workers {
@@ -66,6 +71,7 @@ impl Fleet {
             .args(["--backend", &self.url, "--journal"])
             .arg(self.dir.join(format!("{name}.jsonl")))
             .args(["--orphan-ttl-ms", &self.orphan_ttl_ms.to_string()])
+            .args(&self.extra)
             .env("RUST_LOG", "error")
             .stdin(Stdio::null())
             .stdout(log)
@@ -84,6 +90,12 @@ impl Fleet {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
+    }
+
+    /// The slot whose current process has `pid`.
+    #[must_use]
+    pub fn slot_of(&self, pid: u32) -> Option<usize> {
+        self.slots.iter().position(|s| s.child.id() == pid)
     }
 
     /// Whether slot `index` is frozen.

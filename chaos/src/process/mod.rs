@@ -8,6 +8,7 @@
 //! * [`proxy`] — the reply-dropping TCP proxy;
 //! * [`fleet`] — the worker processes;
 //! * [`plan`] — the seeded fault schedule;
+//! * [`sqlite_lock`] — who holds a SQLite file's write lock (to kill a writer mid-transaction);
 //! * [`orchestrate`] — one run, start to verdict;
 //! * [`report`] — the headline, table and JSON.
 
@@ -18,3 +19,4 @@ pub mod plan;
 pub mod proxy;
 pub mod report;
 pub mod servers;
+pub mod sqlite_lock;

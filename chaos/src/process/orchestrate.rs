@@ -31,11 +31,12 @@ use crate::journal::{Journal, JournalSnapshot};
 use crate::observer::AckObserver;
 use crate::oracle::{check, OracleInput};
 use crate::process::fleet::{journals_in, Fleet};
-use crate::process::options::{BackendKind, Options};
-use crate::process::plan::{schedule, Budget, Fault};
+use crate::process::options::{BackendKind, Mutant, Options};
+use crate::process::plan::{schedule, Fault};
 use crate::process::proxy::{Protocol, Proxy};
 use crate::process::report::{ProcessFaults, ProcessReport};
 use crate::process::servers::{PrivatePostgres, PrivateRedis};
+use crate::process::sqlite_lock::{shm_inode, write_lock_holders};
 use crate::workload::{
     retry_poisoned, settle, start, unfinished, worker_config, EffectNode, EFFECT_NODES, GRAPHS,
 };
@@ -70,6 +71,8 @@ struct World {
     proxy: Option<Proxy>,
     runs: u64,
     orphan_ttl: Duration,
+    /// The SQLite database file (its writers are killed mid-transaction).
+    sqlite_db: Option<PathBuf>,
 }
 
 /// Runs one process-level chaos run and returns its verdict (safe or not).
@@ -146,8 +149,9 @@ pub async fn run(options: &Options) -> Result<ProcessReport, String> {
         &dir,
         options.workers,
         options.orphan_ttl_ms,
+        mutant_args(options, &dir)?,
     )?;
-    let budget = Budget::for_runs(options.runs, options.backend.has_server());
+    let budget = options.budget();
     let plan = schedule(options.seed, options.runs, budget);
     let world = Arc::new(World {
         store: Arc::clone(&store),
@@ -156,6 +160,7 @@ pub async fn run(options: &Options) -> Result<ProcessReport, String> {
         proxy: proxy.clone(),
         runs: options.runs,
         orphan_ttl: Duration::from_millis(options.orphan_ttl_ms),
+        sqlite_db: (options.backend == BackendKind::Sqlite).then(|| dir.join("chaos.db")),
     });
     let stop = Arc::new(AtomicBool::new(false));
     let injector = tokio::spawn(inject(
@@ -226,6 +231,21 @@ pub async fn run(options: &Options) -> Result<ProcessReport, String> {
         elapsed_s: started.elapsed().as_secs_f64(),
         oracle,
     })
+}
+
+/// The workers' `--mutant` arguments (a token-blind store shares tokens through `dir/tokens`).
+fn mutant_args(options: &Options, dir: &Path) -> Result<Vec<String>, String> {
+    let Some(mutant) = options.mutant else {
+        return Ok(Vec::new());
+    };
+    let mut args = vec!["--mutant".to_owned(), mutant.name().to_owned()];
+    if mutant == Mutant::TokenBlind {
+        let tokens = dir.join("tokens");
+        std::fs::create_dir_all(&tokens).map_err(|e| format!("{}: {e}", tokens.display()))?;
+        args.push("--tokens".to_owned());
+        args.push(tokens.display().to_string());
+    }
+    Ok(args)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -328,6 +348,17 @@ async fn inject(
             let (_, fault) = plan[next];
             match fault {
                 Fault::Kill => {
+                    // SQLite: every other kill waits (briefly) for a worker holding the
+                    // write lock, so writers die mid-transaction.
+                    if world.sqlite_db.is_some() && rng.gen_bool(0.5) {
+                        let busy: Vec<usize> = frozen.iter().map(|(i, _, _)| *i).collect();
+                        if kill_writer(&world, &busy).await? {
+                            faults.kills += 1;
+                            faults.kills_holding_write_lock += 1;
+                            next += 1;
+                            continue;
+                        }
+                    }
                     let candidates: Vec<usize> = (0..workers)
                         .filter(|i| frozen.iter().all(|(f, _, _)| f != i))
                         .collect();
@@ -348,7 +379,9 @@ async fn inject(
                     }
                     let index = candidates[rng.gen_range(0..candidates.len())];
                     let ttl = world.orphan_ttl;
-                    let hold = ttl + ttl.mul_f64(rng.gen_range(0.5..1.5));
+                    // Just past the TTL, so the thaw often races the thief's first commit
+                    // (the case a missing token check lets through).
+                    let hold = ttl + Duration::from_millis(rng.gen_range(30..400));
                     lock(&world.fleet).freeze(index)?;
                     let now = Instant::now();
                     frozen.push((index, now, now + hold));
@@ -371,4 +404,28 @@ async fn inject(
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Kills the first live, unfrozen worker seen holding the SQLite write lock within a second;
+/// returns whether one was killed.
+async fn kill_writer(world: &World, frozen: &[usize]) -> Result<bool, String> {
+    let Some(db) = &world.sqlite_db else {
+        return Ok(false);
+    };
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline {
+        if let Some(inode) = shm_inode(db) {
+            for pid in write_lock_holders(inode) {
+                let mut fleet = lock(&world.fleet);
+                let Some(slot) = fleet.slot_of(pid) else {
+                    continue;
+                };
+                if !frozen.contains(&slot) && fleet.kill_and_restart(slot)? {
+                    return Ok(true);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(false)
 }

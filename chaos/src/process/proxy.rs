@@ -229,3 +229,89 @@ async fn pipe(mut client: TcpStream, mut server: TcpStream, shared: &Shared) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bind(len: usize) -> Vec<u8> {
+        let mut chunk = vec![b'B'; len - SYNC.len()];
+        chunk.extend_from_slice(SYNC);
+        chunk
+    }
+
+    #[test]
+    fn a_large_single_statement_or_the_commit_of_a_large_transaction_commits() {
+        let mut tx = Transaction::default();
+        assert!(
+            postgres_commit(&bind(2_000), &mut tx),
+            "a large Bind … Sync"
+        );
+        assert!(!postgres_commit(&bind(80), &mut tx), "a claim or a read");
+        let mut parse = bind(2_000);
+        parse[0] = b'P';
+        assert!(!postgres_commit(&parse, &mut tx), "a Parse prepares only");
+        assert!(!postgres_commit(SYNC, &mut tx));
+
+        assert!(!postgres_commit(b"Q\0\0\0\x0bBEGIN\0", &mut tx));
+        assert!(
+            !postgres_commit(&bind(2_000), &mut tx),
+            "inside a transaction only its COMMIT commits"
+        );
+        assert!(postgres_commit(b"Q\0\0\0\x0cCOMMIT\0", &mut tx));
+        assert!(!tx.open);
+
+        assert!(!postgres_commit(b"Q\0\0\0\x0bBEGIN\0", &mut tx));
+        assert!(
+            !postgres_commit(b"Q\0\0\0\x0cCOMMIT\0", &mut tx),
+            "a transaction that carried nothing large"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_armed_drop_cuts_one_large_request_and_the_proxy_forwards_the_rest() {
+        // An echo server stands in for the database.
+        let upstream = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let upstream_port = upstream.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = upstream.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 8192];
+                    while let Ok(n) = socket.read(&mut buf).await {
+                        if n == 0 || socket.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let proxy = Proxy::start(upstream_port, Protocol::Redis, 7)
+            .await
+            .expect("proxy");
+        let mut client = TcpStream::connect(("127.0.0.1", proxy.port()))
+            .await
+            .expect("connect");
+        let large = vec![b'x'; 2 * LARGE_REQUEST];
+        client.write_all(&large).await.expect("write");
+        let mut echoed = vec![0u8; large.len()];
+        client.read_exact(&mut echoed).await.expect("echo");
+        assert_eq!(echoed, large, "unarmed, everything is forwarded");
+
+        proxy.arm();
+        client.write_all(b"small").await.expect("write");
+        let mut small = [0u8; 5];
+        client
+            .read_exact(&mut small)
+            .await
+            .expect("small requests pass");
+        client.write_all(&large).await.expect("write");
+        let mut rest = Vec::new();
+        let read = client.read_to_end(&mut rest).await;
+        assert!(
+            read.is_err() || rest.is_empty(),
+            "the cut connection returns no reply"
+        );
+        let (after, before) = proxy.cuts();
+        assert_eq!(after + before, 1);
+    }
+}

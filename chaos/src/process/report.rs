@@ -13,6 +13,9 @@ use crate::report::Report;
 pub struct ProcessFaults {
     /// Live worker processes killed with SIGKILL (each then replaced).
     pub kills: u64,
+    /// Of the kills (SQLite), those of a worker seen holding the database's write lock
+    /// (mid-transaction) just before the signal.
+    pub kills_holding_write_lock: u64,
     /// Workers held in SIGSTOP past the orphan TTL, then continued.
     pub freezes: u64,
     /// Crash-restarts of the private server.
@@ -118,6 +121,10 @@ impl ProcessReport {
             ),
             ("poisoned, retried", r.poisoned_retried.to_string()),
             ("kills", f.kills.to_string()),
+            (
+                "  of a writer mid-transaction",
+                f.kills_holding_write_lock.to_string(),
+            ),
             ("freezes past the TTL", f.freezes.to_string()),
             ("server restarts", f.restarts.to_string()),
             (
