@@ -518,9 +518,11 @@ impl StoreLayer for FaultLayer {
         if let Some(error) = self.before(decision, Op::Claim).await {
             return Err(error);
         }
+        let called = self.journal.tick();
         let batch = self.inner.claim_due(policy).await?;
         // Recorded even when the reply is then lost: those claims exist in the store.
-        self.journal.record_mints(
+        self.journal.record_mints_called(
+            Some(called),
             batch
                 .leases
                 .iter()

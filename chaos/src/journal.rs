@@ -42,6 +42,11 @@ pub struct Mint {
     pub token: String,
     /// When `claim_due` returned (logical tick).
     pub tick: u64,
+    /// When `claim_due` was called: the store minted the token between this tick and
+    /// [`Mint::tick`]. (A process frozen between the store's reply and the journal records
+    /// the mint late; only this bound says how early it may have been.)
+    #[serde(default)]
+    pub called_tick: u64,
 }
 
 /// What the store did with a claimed commit the layer forwarded (or did not forward).
@@ -237,15 +242,28 @@ impl Journal {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records claims the store minted and wakes every stalled call waiting for a steal.
+    /// Records claims the store minted and wakes every stalled call waiting for a steal (the
+    /// call is taken to have been made at the same tick).
     pub fn record_mints<'a>(&self, leases: impl IntoIterator<Item = (&'a RunId, &'a ClaimToken)>) {
+        self.record_mints_called(None, leases);
+    }
+
+    /// Records claims the store minted by a `claim_due` called at tick `called` (`None`: now),
+    /// and wakes every stalled call waiting for a steal.
+    pub fn record_mints_called<'a>(
+        &self,
+        called: Option<u64>,
+        leases: impl IntoIterator<Item = (&'a RunId, &'a ClaimToken)>,
+    ) {
         let tick = self.tick();
+        let called_tick = called.unwrap_or(tick);
         let mut entries = self.entries();
         for (run_id, token) in leases {
             let mint = Mint {
                 run_id: run_id.as_str().to_owned(),
                 token: token_digest(token),
                 tick,
+                called_tick,
             };
             self.persist(&Line::Mint(mint.clone()));
             entries.mints.push(mint);
