@@ -13,6 +13,9 @@
 //! and `.txt` under `target/chaos/`, and exits non-zero when anything was lost, duplicated
 //! or accepted stale, or a run is stuck.
 //!
+//! `cargo xtask chaos --smoke` runs what `ci` runs: seed 1, 60 runs, two workers, on each
+//! backend in turn.
+//!
 //! The binaries are built in the dev profile: the workspace's dev profile already optimises
 //! every dependency (`opt-level = 1`), and `ci` has built those artifacts, so a release build
 //! would only add minutes of compiling for no change in what the run proves.
@@ -28,10 +31,13 @@ const CI_RUNS: &str = "60";
 
 /// `cargo xtask chaos …`.
 pub fn run(args: &[String]) -> Result {
+    if args == ["--smoke"] {
+        return smoke();
+    }
     if !args.iter().any(|a| a == "--backend") {
         return Err(
             "usage: cargo xtask chaos --backend <sqlite|postgres|redis> --seed S --runs N \
-             --workers W [--duration SECONDS]"
+             --workers W [--duration SECONDS] | cargo xtask chaos --smoke"
                 .into(),
         );
     }
@@ -74,8 +80,9 @@ fn orchestrate(args: &[String]) -> Result {
     }
 }
 
-/// The fixed-seed smoke `ci` runs: 60 runs on two worker processes, on SQLite, then a
-/// private PostgreSQL, then a private Redis (their binaries missing fails it).
+/// The fixed-seed smoke `ci` runs: 60 runs on two worker processes with 8 kills, 3 freezes,
+/// 2 server restarts and 8 armed drops, on SQLite, then a private PostgreSQL, then a private
+/// Redis (a missing server binary fails it).
 pub fn smoke() -> Result {
     build()?;
     for backend in ["sqlite", "postgres", "redis"] {
@@ -90,6 +97,15 @@ pub fn smoke() -> Result {
             "2",
             "--duration",
             "120",
+            // More faults than the default budget for 60 runs: a handful of each kind.
+            "--kills",
+            "8",
+            "--freezes",
+            "3",
+            "--restarts",
+            "2",
+            "--drops",
+            "8",
         ]
         .iter()
         .map(|s| (*s).to_owned())

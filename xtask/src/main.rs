@@ -28,7 +28,7 @@
 //!   the store (a private PostgreSQL or Redis behind a reply-dropping proxy), seeded SIGKILLs,
 //!   SIGSTOPs past the orphan TTL, server crash-restarts and dropped replies, then the oracle;
 //!   report under `target/chaos/`, non-zero exit on any loss, duplicate, stale acceptance or
-//!   stuck run. `ci` runs a 60-run smoke per backend.
+//!   stuck run. `ci` runs a 60-run smoke per backend (alone: `cargo xtask chaos --smoke`).
 //! * `cargo xtask pg-plan [--runs N]` — prints the plan of the claim statement over N pending
 //!   runs (default 100,000, also in `ci`) and fails on a sequential scan of the runs table.
 
@@ -81,7 +81,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: cargo xtask <ci|layout|services|recovery|redis-restart [--runs N]|\
                  pg-workers [--runs N] [--pgbouncer]|pg-plan [--runs N]|\
-                 chaos --backend B --seed S --runs N --workers W [--duration T]|\
+                 chaos --backend B --seed S --runs N --workers W [--duration T]|chaos --smoke|\
                  bench [--backend sqlite|postgres|redis|all] [--smoke]|examples|package|docs>"
             );
             return ExitCode::from(2);
