@@ -30,7 +30,28 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let report = match runtime.block_on(orchestrate::run(&options)) {
+    // Ctrl-C or SIGTERM drops the run: the private server is stopped and the workers killed
+    // by their owners' `Drop`, never left behind.
+    let outcome = runtime.block_on(async {
+        let run = orchestrate::run(&options);
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                outcome = run => Some(outcome),
+                _ = tokio::signal::ctrl_c() => None,
+                _ = term.recv() => None,
+            },
+            Err(_) => tokio::select! {
+                outcome = run => Some(outcome),
+                _ = tokio::signal::ctrl_c() => None,
+            },
+        }
+    });
+    drop(runtime);
+    let Some(outcome) = outcome else {
+        eprintln!("chaos: interrupted; reproduce with: {}", options.command());
+        return ExitCode::from(2);
+    };
+    let report = match outcome {
         Ok(report) => report,
         Err(e) => {
             eprintln!(

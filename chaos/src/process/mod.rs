@@ -9,10 +9,12 @@
 //! * [`fleet`] — the worker processes;
 //! * [`plan`] — the seeded fault schedule;
 //! * [`sqlite_lock`] — who holds a SQLite file's write lock (to kill a writer mid-transaction);
+//! * [`inject`] — fires the plan as runs settle;
 //! * [`orchestrate`] — one run, start to verdict;
 //! * [`report`] — the headline, table and JSON.
 
 pub mod fleet;
+pub mod inject;
 pub mod options;
 pub mod orchestrate;
 pub mod plan;
