@@ -67,6 +67,23 @@ pub struct FaultPlan {
 }
 
 impl FaultPlan {
+    /// A plan that injects nothing: the layer only journals (the process-level harness, whose
+    /// faults are real ones: kills, freezes, restarts, cut connections).
+    #[must_use]
+    pub fn none(seed: u64) -> Self {
+        FaultPlan {
+            seed,
+            delay: 0.0,
+            max_delay_ms: 1,
+            error_before: 0.0,
+            ambiguous_after: 0.0,
+            ambiguous_unsent: 0.0,
+            stall: 0.0,
+            max_stalls: 0,
+            stall_deadline_ms: 0,
+        }
+    }
+
     /// A plan with every fault on at rates that a few hundred short runs turn into a few
     /// dozen faults of each kind (and a handful of stalls).
     #[must_use]
@@ -392,6 +409,10 @@ impl FaultLayer {
         let result = forward(events.clone()).await;
         let (applied, refused_with) = match &result {
             Ok(_) => (Applied::Landed, None),
+            // The store itself lost its reply (a cut connection): only a read can tell.
+            Err(error @ StoreError::Ambiguous { .. }) => {
+                (Applied::Unknown, Some(kind_name(error.kind())))
+            }
             Err(error) => (Applied::Refused, Some(kind_name(error.kind()))),
         };
         // A lost reply hides a refusal as well as an acceptance: both are ambiguous.
@@ -497,9 +518,11 @@ impl StoreLayer for FaultLayer {
         if let Some(error) = self.before(decision, Op::Claim).await {
             return Err(error);
         }
+        let called = self.journal.tick();
         let batch = self.inner.claim_due(policy).await?;
         // Recorded even when the reply is then lost: those claims exist in the store.
-        self.journal.record_mints(
+        self.journal.record_mints_called(
+            Some(called),
             batch
                 .leases
                 .iter()

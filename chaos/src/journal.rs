@@ -3,10 +3,19 @@
 //! Every entry carries a tick from one shared counter, so the oracle can say "this token was
 //! superseded before that commit was sent" without trusting any clock. The journal is
 //! append-only while the workload runs; the oracle reads a copy afterwards.
+//!
+//! A journal opened with [`Journal::persistent`] (one per worker process of the process-level
+//! harness) also appends every entry, as one JSON line, to a file before the call that made it
+//! returns, so a process killed with SIGKILL loses nothing it had already recorded; its ticks
+//! are then wall-clock nanoseconds, the one order several processes on one machine share.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -33,6 +42,11 @@ pub struct Mint {
     pub token: String,
     /// When `claim_due` returned (logical tick).
     pub tick: u64,
+    /// When `claim_due` was called: the store minted the token between this tick and
+    /// [`Mint::tick`]. (A process frozen between the store's reply and the journal records
+    /// the mint late; only this bound says how early it may have been.)
+    #[serde(default)]
+    pub called_tick: u64,
 }
 
 /// What the store did with a claimed commit the layer forwarded (or did not forward).
@@ -45,6 +59,9 @@ pub enum Applied {
     Refused,
     /// The layer never sent it (an injected error before applying).
     NotSent,
+    /// The store's own reply was lost (a real `Ambiguous`, e.g. a cut connection): only a
+    /// read of the store can tell; the oracle resolves it to `Landed` or `Refused`.
+    Unknown,
 }
 
 /// The reply the caller of a commit received from the fault layer.
@@ -116,6 +133,20 @@ pub struct EffectLedger {
     pub executions: HashMap<String, u64>,
 }
 
+/// One line of a persistent journal file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Line {
+    /// A minted claim.
+    Mint(Mint),
+    /// A commit call and its outcome.
+    Attempt(CommitAttempt),
+    /// An acknowledged commit.
+    Ack(Ack),
+    /// One execution of a node attempt, by idempotency key.
+    Effect(String),
+}
+
 #[derive(Debug, Default)]
 struct Entries {
     mints: Vec<Mint>,
@@ -130,6 +161,8 @@ pub struct Journal {
     ticks: AtomicU64,
     entries: Mutex<Entries>,
     minted: Notify,
+    /// The append-only file of a persistent journal (ticks are then wall-clock based).
+    sink: Option<Mutex<File>>,
 }
 
 /// A copy of everything journalled, for the oracle.
@@ -152,25 +185,88 @@ impl Journal {
         Self::default()
     }
 
-    /// The next logical tick.
+    /// A journal that also appends every entry to `path` (created, or appended to), one
+    /// JSON [`Line`] per entry, each written with one `write` call before the recording call
+    /// returns. Its ticks are nanoseconds since the Unix epoch (kept strictly increasing within
+    /// the process), so the journals of several processes on one machine merge into one
+    /// order.
+    ///
+    /// # Errors
+    /// The file cannot be opened.
+    pub fn persistent(path: &Path) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(Journal {
+            sink: Some(Mutex::new(file)),
+            ..Journal::default()
+        })
+    }
+
+    /// The next tick: a counter, or wall-clock nanoseconds for a persistent journal.
     pub fn tick(&self) -> u64 {
-        self.ticks.fetch_add(1, Ordering::SeqCst) + 1
+        if self.sink.is_none() {
+            return self.ticks.fetch_add(1, Ordering::SeqCst) + 1;
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        // Strictly increasing within the process even if two calls read the same instant.
+        let previous = self.ticks.fetch_max(now, Ordering::SeqCst);
+        if previous >= now {
+            self.ticks.fetch_add(1, Ordering::SeqCst) + 1
+        } else {
+            now
+        }
+    }
+
+    /// Appends `line` to the file of a persistent journal. A failed write is reported on
+    /// stderr and otherwise ignored: a missing line can only hide a violation from the
+    /// oracle (an acknowledgement or a mint it never learns of), never invent one.
+    fn persist(&self, line: &Line) {
+        let Some(sink) = &self.sink else {
+            return;
+        };
+        let Ok(mut text) = serde_json::to_string(line) else {
+            return;
+        };
+        text.push('\n');
+        let mut file = sink.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(e) = file.write_all(text.as_bytes()) {
+            eprintln!("chaos journal: cannot append a line: {e}");
+        }
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records claims the store minted and wakes every stalled call waiting for a steal.
+    /// Records claims the store minted and wakes every stalled call waiting for a steal (the
+    /// call is taken to have been made at the same tick).
     pub fn record_mints<'a>(&self, leases: impl IntoIterator<Item = (&'a RunId, &'a ClaimToken)>) {
+        self.record_mints_called(None, leases);
+    }
+
+    /// Records claims the store minted by a `claim_due` called at tick `called` (`None`: now),
+    /// and wakes every stalled call waiting for a steal.
+    pub fn record_mints_called<'a>(
+        &self,
+        called: Option<u64>,
+        leases: impl IntoIterator<Item = (&'a RunId, &'a ClaimToken)>,
+    ) {
         let tick = self.tick();
+        let called_tick = called.unwrap_or(tick);
         let mut entries = self.entries();
         for (run_id, token) in leases {
-            entries.mints.push(Mint {
+            let mint = Mint {
                 run_id: run_id.as_str().to_owned(),
                 token: token_digest(token),
                 tick,
-            });
+                called_tick,
+            };
+            self.persist(&Line::Mint(mint.clone()));
+            entries.mints.push(mint);
         }
         drop(entries);
         self.minted.notify_waiters();
@@ -210,22 +306,26 @@ impl Journal {
 
     /// Appends one claimed commit.
     pub fn record_attempt(&self, attempt: CommitAttempt) {
+        self.persist(&Line::Attempt(attempt.clone()));
         self.entries().attempts.push(attempt);
     }
 
     /// Appends one acknowledged commit to the ack log.
     pub fn record_ack(&self, run_id: &RunId, checkpoint_seq: u64, events: Vec<Event>) {
         let tick = self.tick();
-        self.entries().acks.push(Ack {
+        let ack = Ack {
             run_id: run_id.as_str().to_owned(),
             checkpoint_seq,
             events,
             tick,
-        });
+        };
+        self.persist(&Line::Ack(ack.clone()));
+        self.entries().acks.push(ack);
     }
 
     /// Counts one execution of a node attempt.
     pub fn record_effect(&self, idempotency_key: &str) {
+        self.persist(&Line::Effect(idempotency_key.to_owned()));
         *self
             .entries()
             .effects
@@ -250,6 +350,36 @@ impl Journal {
             acks: entries.acks.clone(),
             effects: entries.effects.clone(),
         }
+    }
+}
+
+impl JournalSnapshot {
+    /// Adds one line read back from a persistent journal file.
+    pub fn push(&mut self, line: Line) {
+        match line {
+            Line::Mint(mint) => self.mints.push(mint),
+            Line::Attempt(attempt) => self.attempts.push(attempt),
+            Line::Ack(ack) => self.acks.push(ack),
+            Line::Effect(key) => *self.effects.executions.entry(key).or_default() += 1,
+        }
+    }
+
+    /// Reads every line of a persistent journal file into this snapshot; returns how many
+    /// lines could not be read (a line torn by a SIGKILL in the middle of its write can only
+    /// be the last one).
+    ///
+    /// # Errors
+    /// The file cannot be read.
+    pub fn read_file(&mut self, path: &Path) -> std::io::Result<u64> {
+        let text = std::fs::read_to_string(path)?;
+        let mut torn = 0;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            match serde_json::from_str::<Line>(line) {
+                Ok(line) => self.push(line),
+                Err(_) => torn += 1,
+            }
+        }
+        Ok(torn)
     }
 }
 

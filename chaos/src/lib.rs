@@ -15,12 +15,18 @@
 //! * [`workload::run`] — workers, runs, the human playing interrupts, a heal phase, the
 //!   oracle.
 //!
+//! * [`mutant`] — deliberately broken layers the oracle must catch;
+//! * [`process`] — the same oracle over worker *processes*: kills, freezes, server
+//!   restarts and cut connections (`cargo xtask chaos`).
+//!
 //! See the crate README for the fault model and what the oracle can and cannot see.
 
 pub mod fault;
 pub mod journal;
+pub mod mutant;
 pub mod observer;
 pub mod oracle;
+pub mod process;
 pub mod report;
 pub mod workload;
 

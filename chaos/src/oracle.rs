@@ -10,7 +10,8 @@
 //!   of the moment compares equal, canonically, with the stored one); so is every commit the
 //!   store accepted, acknowledged or not;
 //! * no accepted commit was sent after a newer claim on its run had been handed out (the
-//!   journal orders mints and sends on one logical counter);
+//!   journal bounds every mint between the ticks its `claim_due` was called and returned, and
+//!   ticks every send, on one clock);
 //! * the run is terminal, or waiting on an open interrupt, after the heal phase;
 //! * every committed node attempt result has at least one execution under its idempotency
 //!   key (at-least-once execution), and the executions beyond the committed results are
@@ -165,11 +166,46 @@ pub async fn check<S: RunStore + ?Sized>(
     for (id, run) in &stored {
         check_run(&mut report, id, run);
     }
+    let resolved = resolve_unknown(journal, &stored);
+    let journal = &resolved;
     check_acks(&mut report, journal, &stored);
     check_stale(&mut report, journal);
     check_double_landing(&mut report, journal);
     check_effects(&mut report, journal, &stored, input);
     Ok(report)
+}
+
+/// Decides every commit whose own reply the store lost ([`Applied::Unknown`]) by reading:
+/// it landed when its events are stored, unchanged, and no other commit of the same
+/// checkpoint is known to have landed (events carry their instants, so two proposals of one
+/// seq never compare equal; should they, the known landing wins and this one counts as not
+/// landed, which can hide a duplicate but never invent one).
+fn resolve_unknown(journal: &JournalSnapshot, stored: &HashMap<String, Stored>) -> JournalSnapshot {
+    let key = |a: &crate::journal::CommitAttempt| {
+        (
+            a.run_id.clone(),
+            checkpoint_seq_of(&a.events).unwrap_or(a.expected_seq + 1),
+        )
+    };
+    let known: HashSet<(String, u64)> = journal
+        .attempts
+        .iter()
+        .filter(|a| a.applied == Applied::Landed)
+        .map(key)
+        .collect();
+    let mut out = journal.clone();
+    for attempt in &mut out.attempts {
+        if attempt.applied == Applied::Unknown {
+            let landed = !known.contains(&key(attempt))
+                && present(stored.get(&attempt.run_id), &attempt.events);
+            attempt.applied = if landed {
+                Applied::Landed
+            } else {
+                Applied::Refused
+            };
+        }
+    }
+    out
 }
 
 fn check_run(report: &mut Report, id: &str, stored: &Stored) {
@@ -261,7 +297,8 @@ fn check_acks(report: &mut Report, journal: &JournalSnapshot, stored: &HashMap<S
         match attempt.applied {
             Applied::Landed => tally.landed += 1,
             Applied::Refused => tally.refused += 1,
-            Applied::NotSent => tally.not_sent += 1,
+            // Resolved above; kept apart should a caller skip the resolution.
+            Applied::NotSent | Applied::Unknown => tally.not_sent += 1,
         }
         match (attempt.reply, attempt.applied) {
             (Reply::Ok, _) => {
@@ -301,35 +338,51 @@ fn check_acks(report: &mut Report, journal: &JournalSnapshot, stored: &HashMap<S
     report.starts_and_signals = unclaimed;
 }
 
+/// A landed claimed commit under token `T`, sent at tick `s`, is stale when the journal proves
+/// another token `T'` was minted for its run after `T` and before `s`: `T'`'s `claim_due` was
+/// called after `T`'s returned, and returned before `s`. Only bounds are compared, never a
+/// recorded mint tick alone: a process frozen between the store's reply and its journal
+/// records a mint late, and taking that tick as the mint's moment would make the newer holder
+/// look stale. A commit whose own mint is not in the journal is not judged (a miss, never an
+/// invention).
 fn check_stale(report: &mut Report, journal: &JournalSnapshot) {
-    let mut mints: HashMap<&str, Vec<(u64, &str)>> = HashMap::new();
+    let mut mints: HashMap<&str, Vec<&crate::journal::Mint>> = HashMap::new();
     for mint in &journal.mints {
-        mints
-            .entry(mint.run_id.as_str())
-            .or_default()
-            .push((mint.tick, mint.token.as_str()));
-    }
-    for list in mints.values_mut() {
-        list.sort_unstable();
+        mints.entry(mint.run_id.as_str()).or_default().push(mint);
     }
     for attempt in &journal.attempts {
         // Only claimed commits carry a token to be stale with.
         if attempt.applied != Applied::Landed || attempt.kind != CommitKind::Claimed {
             continue;
         }
-        let current = mints.get(attempt.run_id.as_str()).and_then(|list| {
-            list.iter()
-                .take_while(|(tick, _)| *tick < attempt.sent_tick)
-                .last()
+        let Some(list) = mints.get(attempt.run_id.as_str()) else {
+            continue;
+        };
+        // The earliest the commit's own token is known to have been handed back.
+        let Some(own) = list
+            .iter()
+            .filter(|m| m.token == attempt.token)
+            .map(|m| m.tick)
+            .min()
+        else {
+            continue;
+        };
+        let newer = list.iter().find(|m| {
+            m.token != attempt.token && m.called_tick > own && m.tick < attempt.sent_tick
         });
-        if let Some((tick, token)) = current {
-            if *token != attempt.token {
-                report.stale_accepted += 1;
-                report.problem(format!(
-                    "run {}: the store accepted a commit on seq {} under token {} after token {} was handed out (tick {} < {})",
-                    attempt.run_id, attempt.expected_seq, attempt.token, token, tick, attempt.sent_tick
-                ));
-            }
+        if let Some(newer) = newer {
+            report.stale_accepted += 1;
+            report.problem(format!(
+                "run {}: the store accepted a commit on seq {} under token {} after token {} was handed out (claimed at tick {} > {}, returned at {} < {})",
+                attempt.run_id,
+                attempt.expected_seq,
+                attempt.token,
+                newer.token,
+                newer.called_tick,
+                own,
+                newer.tick,
+                attempt.sent_tick
+            ));
         }
     }
 }

@@ -405,7 +405,7 @@ pub async fn run(
 
 /// Starts one run, as a client facing a flaky store would: an error is retried, and a
 /// `Conflict` on a retry means an earlier, ambiguous try landed.
-async fn start(
+pub(crate) async fn start(
     client: &Docket,
     graph: &GraphRef,
     options: StartOptions,
@@ -431,7 +431,7 @@ const MAX_START_TRIES: u32 = 20;
 /// Resolves open interrupts (every fifth approval run is cancelled instead) until no run is
 /// running or waiting, or `budget` passes. Polls; never sleeps a fixed time to "let things
 /// happen".
-async fn settle(client: &Docket, store: &dyn Backend, budget: Duration) {
+pub(crate) async fn settle(client: &Docket, store: &dyn Backend, budget: Duration) {
     let deadline = Instant::now() + budget;
     loop {
         if Instant::now() >= deadline {
@@ -472,7 +472,7 @@ async fn settle(client: &Docket, store: &dyn Backend, budget: Duration) {
 }
 
 /// Runs still running or waiting, with their status.
-async fn unfinished(store: &dyn Backend) -> Result<Vec<(RunId, RunStatus)>, StoreError> {
+pub(crate) async fn unfinished(store: &dyn Backend) -> Result<Vec<(RunId, RunStatus)>, StoreError> {
     let mut out = Vec::new();
     let mut query = RunQuery {
         limit: MAX_PAGE_LIMIT,
@@ -490,7 +490,7 @@ async fn unfinished(store: &dyn Backend) -> Result<Vec<(RunId, RunStatus)>, Stor
 }
 
 /// Retries every poisoned run (as an operator would after an outage); returns how many.
-async fn retry_poisoned(client: &Docket, store: &dyn Backend, ids: &[RunId]) -> u64 {
+pub(crate) async fn retry_poisoned(client: &Docket, store: &dyn Backend, ids: &[RunId]) -> u64 {
     let mut retried = 0;
     for id in ids {
         let poisoned = store

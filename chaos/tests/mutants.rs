@@ -11,141 +11,13 @@
 //! * the same blind retry over a store without the seq fence lands commits twice, and the
 //!   oracle must say so.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use async_trait::async_trait;
+use docket_chaos::mutant::{AssumeLanded, BlindRetry, TokenBlind};
 use docket_chaos::workload::Wrap;
 use docket_chaos::{run, Report, Stack, Workload};
 use docket_core::memory::{Faults, MemoryStore};
-use docket_core::model::{ClaimToken, Event, Run, RunId, Scope};
-use docket_core::store::layer::commit_each;
-use docket_core::store::{
-    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, Layered, StoreError,
-    StoreLayer,
-};
-
-/// Commits with the token `claim_due` minted last for the run, whatever the caller presents.
-#[derive(Debug)]
-struct TokenBlind {
-    inner: Arc<dyn Backend>,
-    minted: Mutex<HashMap<RunId, ClaimToken>>,
-}
-
-#[async_trait]
-impl StoreLayer for TokenBlind {
-    fn inner(&self) -> &dyn Backend {
-        self.inner.as_ref()
-    }
-
-    async fn commit_claimed_batch(
-        &self,
-        commits: Vec<BatchedCommit>,
-    ) -> Vec<Result<Run, StoreError>> {
-        // Each member meets this layer's faults, as a single commit would.
-        commit_each(self, commits).await
-    }
-
-    async fn commit_claimed(
-        &self,
-        scope: &Scope,
-        mut proposal: ClaimedCommit,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        let current = self
-            .minted
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&proposal.run.id)
-            .cloned();
-        if let Some(token) = current {
-            proposal.claim_token = token;
-        }
-        self.inner.commit_claimed(scope, proposal, events).await
-    }
-
-    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
-        let batch = self.inner.claim_due(policy).await?;
-        let mut minted = self.minted.lock().unwrap_or_else(PoisonError::into_inner);
-        for lease in &batch.leases {
-            minted.insert(lease.run_id.clone(), lease.claim_token.clone());
-        }
-        Ok(batch)
-    }
-}
-
-/// Answers `Ok` (with the proposed run) whenever the commit's outcome was ambiguous.
-#[derive(Debug)]
-struct AssumeLanded {
-    inner: Arc<dyn Backend>,
-}
-
-#[async_trait]
-impl StoreLayer for AssumeLanded {
-    fn inner(&self) -> &dyn Backend {
-        self.inner.as_ref()
-    }
-
-    async fn commit_claimed_batch(
-        &self,
-        commits: Vec<BatchedCommit>,
-    ) -> Vec<Result<Run, StoreError>> {
-        // Each member meets this layer's faults, as a single commit would.
-        commit_each(self, commits).await
-    }
-
-    async fn commit_claimed(
-        &self,
-        scope: &Scope,
-        proposal: ClaimedCommit,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        let proposed = proposal.run.clone();
-        match self.inner.commit_claimed(scope, proposal, events).await {
-            Err(StoreError::Ambiguous { .. }) => Ok(proposed),
-            other => other,
-        }
-    }
-}
-
-/// Sends an ambiguous commit again, unchanged, and answers what the second try answers.
-#[derive(Debug)]
-struct BlindRetry {
-    inner: Arc<dyn Backend>,
-}
-
-#[async_trait]
-impl StoreLayer for BlindRetry {
-    fn inner(&self) -> &dyn Backend {
-        self.inner.as_ref()
-    }
-
-    async fn commit_claimed_batch(
-        &self,
-        commits: Vec<BatchedCommit>,
-    ) -> Vec<Result<Run, StoreError>> {
-        // Each member meets this layer's faults, as a single commit would.
-        commit_each(self, commits).await
-    }
-
-    async fn commit_claimed(
-        &self,
-        scope: &Scope,
-        proposal: ClaimedCommit,
-        events: Vec<Event>,
-    ) -> Result<Run, StoreError> {
-        match self
-            .inner
-            .commit_claimed(scope, proposal.clone(), events.clone())
-            .await
-        {
-            Err(StoreError::Ambiguous { .. }) => {
-                self.inner.commit_claimed(scope, proposal, events).await
-            }
-            other => other,
-        }
-    }
-}
+use docket_core::store::{Backend, Layered};
 
 /// The smoke workload over a fresh memory store with `stack`.
 async fn verdict(stack: Stack, test: &str) -> Report {
@@ -173,12 +45,7 @@ fn wrap(f: fn(Arc<dyn Backend>) -> Arc<dyn Backend>) -> Option<Wrap> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_store_without_the_token_check_is_caught_accepting_stale_commits() {
     let stack = Stack {
-        below: wrap(|inner| {
-            Arc::new(Layered(TokenBlind {
-                inner,
-                minted: Mutex::default(),
-            }))
-        }),
+        below: wrap(|inner| Arc::new(Layered(TokenBlind::new(inner)))),
         above: None,
     };
     let report = verdict(stack, "token blind").await;

@@ -23,10 +23,17 @@
 //!   every statement through a private PgBouncer in transaction mode (`pgbouncer.rs`).
 //! * `cargo xtask ci` also runs the whole PostgreSQL conformance suite and the demo through
 //!   that PgBouncer.
+//! * `cargo xtask chaos --backend <sqlite|postgres|redis> --seed S --runs N --workers W
+//!   [--duration T]` — the process-level chaos run (`chaos.rs`): W `chaos-worker` processes on
+//!   the store (a private PostgreSQL or Redis behind a reply-dropping proxy), seeded SIGKILLs,
+//!   SIGSTOPs past the orphan TTL, server crash-restarts and dropped replies, then the oracle;
+//!   report under `target/chaos/`, non-zero exit on any loss, duplicate, stale acceptance or
+//!   stuck run. `ci` runs a 60-run smoke per backend (alone: `cargo xtask chaos --smoke`).
 //! * `cargo xtask pg-plan [--runs N]` — prints the plan of the claim statement over N pending
 //!   runs (default 100,000, also in `ci`) and fails on a sequential scan of the runs table.
 
 mod bench;
+mod chaos;
 mod cli;
 mod layout;
 mod library;
@@ -61,6 +68,7 @@ fn main() -> ExitCode {
             })
         }
         Some("bench") => bench::run(rest),
+        Some("chaos") => chaos::run(rest),
         Some("examples") => services().and_then(|()| library::examples()),
         Some("package") => library::package(),
         Some("docs") => library::quick_start_matches().and_then(|()| library::docs()),
@@ -73,6 +81,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: cargo xtask <ci|layout|services|recovery|redis-restart [--runs N]|\
                  pg-workers [--runs N] [--pgbouncer]|pg-plan [--runs N]|\
+                 chaos --backend B --seed S --runs N --workers W [--duration T]|chaos --smoke|\
                  bench [--backend sqlite|postgres|redis|all] [--smoke]|examples|package|docs>"
             );
             return ExitCode::from(2);
@@ -160,10 +169,13 @@ fn ci() -> Result {
     let pooled = Instant::now();
     behind_pgbouncer()?;
     let pooled = pooled.elapsed();
+    let chaos = Instant::now();
+    chaos::smoke()?;
+    let chaos = chaos.elapsed();
     eprintln!(
         "\nxtask ci: all green in {:.0?} (docs: {docs:.1?}; examples and packaging: \
          {library:.1?}; Redis restart: {redis:.1?}; PostgreSQL checks: {postgres:.1?}; \
-         through PgBouncer: {pooled:.1?})",
+         through PgBouncer: {pooled:.1?}; process-level chaos smoke: {chaos:.1?})",
         started.elapsed(),
     );
     Ok(())

@@ -64,3 +64,40 @@ async fn a_stalled_call_gives_up_at_its_deadline() {
             .await
     );
 }
+
+#[test]
+fn a_persistent_journal_reads_back_whole_and_skips_a_torn_last_line() {
+    let dir = std::env::temp_dir().join(format!("chaos-journal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("worker.jsonl");
+    let _ = std::fs::remove_file(&path);
+    let journal = Journal::persistent(&path).expect("open");
+    let token = ClaimToken::mint();
+    journal.record_mints([(&run("r"), &token)]);
+    journal.record_ack(&run("r"), 1, Vec::new());
+    journal.record_effect("task:1");
+    journal.record_effect("task:1");
+    let (a, b) = (journal.tick(), journal.tick());
+    assert!(b > a, "ticks increase");
+    assert!(
+        a > 1_000_000_000_000_000_000,
+        "ticks are wall-clock nanoseconds"
+    );
+    // A SIGKILL in the middle of a write leaves a torn last line.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"ack\":{\"run_"))
+        .expect("tear");
+
+    let mut read = JournalSnapshot::default();
+    assert_eq!(read.read_file(&path).expect("read"), 1, "one torn line");
+    let mine = journal.snapshot();
+    assert_eq!(read.mints, mine.mints);
+    assert_eq!(read.acks, mine.acks);
+    assert_eq!(read.effects.executions.get("task:1"), Some(&2));
+    assert!(!std::fs::read_to_string(&path)
+        .expect("text")
+        .contains(token.as_str()));
+    let _ = std::fs::remove_dir_all(&dir);
+}

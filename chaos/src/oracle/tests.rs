@@ -7,6 +7,7 @@ fn mint(run: &str, token: &str, tick: u64) -> Mint {
         run_id: run.into(),
         token: token.into(),
         tick,
+        called_tick: tick,
     }
 }
 
@@ -100,4 +101,52 @@ fn two_accepted_commits_of_one_checkpoint_are_a_duplicate() {
     let mut report = Report::default();
     check_double_landing(&mut report, &journal);
     assert_eq!(report.duplicated, 1, "{:?}", report.problems);
+}
+
+#[test]
+fn a_commit_whose_reply_was_lost_is_not_landed_when_the_store_lacks_it() {
+    let mut cut = landed("r", "a", 3);
+    cut.applied = Applied::Unknown;
+    cut.reply = Reply::Ambiguous;
+    let journal = JournalSnapshot {
+        attempts: vec![cut],
+        ..JournalSnapshot::default()
+    };
+    let resolved = resolve_unknown(&journal, &HashMap::new());
+    assert_eq!(resolved.attempts[0].applied, Applied::Refused);
+    let mut report = Report::default();
+    check_acks(&mut report, &resolved, &HashMap::new());
+    assert_eq!(report.commits.ambiguous_not_landed, 1);
+    assert_eq!(report.commits.not_sent, 0);
+    assert!(report.is_safe());
+}
+
+#[test]
+fn a_mint_recorded_late_by_a_frozen_process_does_not_make_the_newer_holder_stale() {
+    // Token a was claimed at 1..2 but recorded only at 20 (its process froze in between);
+    // b was claimed at 10..11 and commits at 30: b is the newer holder, not a stale one.
+    let mut late = mint("r", "a", 20);
+    late.called_tick = 1;
+    let journal = JournalSnapshot {
+        mints: vec![late, mint("r", "b", 11)],
+        attempts: vec![landed("r", "b", 30)],
+        ..JournalSnapshot::default()
+    };
+    let mut report = Report::default();
+    check_stale(&mut report, &journal);
+    assert_eq!(report.stale_accepted, 0, "{:?}", report.problems);
+    // Nor is a's own commit: a may have been minted after b. Recorded promptly (1..2), it
+    // was not, and its commit after b was handed out is stale.
+    let journal = JournalSnapshot {
+        attempts: vec![landed("r", "a", 31)],
+        ..journal
+    };
+    check_stale(&mut report, &journal);
+    assert_eq!(report.stale_accepted, 0, "{:?}", report.problems);
+    let journal = JournalSnapshot {
+        mints: vec![mint("r", "a", 2), mint("r", "b", 11)],
+        ..journal
+    };
+    check_stale(&mut report, &journal);
+    assert_eq!(report.stale_accepted, 1, "{:?}", report.problems);
 }
