@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use docket_core::model::{ClaimToken, Event, Run, RunId, Scope};
 use docket_core::store::layer::commit_each;
 use docket_core::store::{
-    Backend, BatchedCommit, ClaimBatch, ClaimPolicy, ClaimedCommit, StoreError, StoreLayer,
+    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, StoreError, StoreLayer,
 };
 
 /// Commits with the token `claim_due` minted last for the run, whatever the caller presents.
@@ -92,7 +92,7 @@ impl StoreLayer for TokenBlind {
         self.inner.commit_claimed(scope, proposal, events).await
     }
 
-    async fn claim_due(&self, policy: &ClaimPolicy) -> Result<ClaimBatch, StoreError> {
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         let batch = self.inner.claim_due(policy).await?;
         for lease in &batch.leases {
             if let Some(dir) = &self.dir {
