@@ -26,6 +26,7 @@ const FIGURES: [&str; 13] = [
     "claim_throughput",
     "claim_throughput_batch",
     "claim_throughput_fair",
+    "claim_throughput_fair_batch",
     "e2e_throughput",
     "commit_latency_p50",
     "commit_latency_p99",

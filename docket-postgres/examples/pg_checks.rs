@@ -166,7 +166,14 @@ async fn plan(args: &[String]) -> Result<(), String> {
 
 /// Fills the backlog of `fair-cost`: `big` with `pending` runs, `s1`..`s4` with 100 each (and
 /// a hundredth claimed, a tenth finished, as `plan` does). Run ids are `<tenant>-bulk…`.
-async fn fair_backlog(store: &PostgresStore, pending: u64, now: Timestamp) -> Result<(), String> {
+/// `analyze` gives the planner statistics afterwards; without, the table is as a new
+/// deployment's is before autovacuum first analyzes it.
+async fn fair_backlog(
+    store: &PostgresStore,
+    pending: u64,
+    now: Timestamp,
+    analyze: bool,
+) -> Result<(), String> {
     let doc = GraphDocument::from_json(r#"{"schema_version":1,"id":"fair"}"#)
         .map_err(|e| format!("graph document: {e}"))?;
     let graph = GraphRef {
@@ -206,10 +213,12 @@ async fn fair_backlog(store: &PostgresStore, pending: u64, now: Timestamp) -> Re
             .await
             .map_err(|e| format!("rename: {e}"))?;
     }
-    sqlx::raw_sql(&format!("ANALYZE {}.runs", store.schema()))
-        .execute(testing::pool(store))
-        .await
-        .map_err(|e| format!("analyze: {e}"))?;
+    if analyze {
+        sqlx::raw_sql(&format!("ANALYZE {}.runs", store.schema()))
+            .execute(testing::pool(store))
+            .await
+            .map_err(|e| format!("analyze: {e}"))?;
+    }
     Ok(())
 }
 
@@ -266,8 +275,21 @@ async fn fair_cost(args: &[String]) -> Result<(), String> {
         .await
         .map_err(failed("open a fresh schema"))?;
     let now = Timestamp::from_millis(1_700_000_000_000);
-    fair_backlog(&store, pending, now).await?;
     let rounds = 400;
+    // First on a schema without statistics: the plans must not depend on ANALYZE having run
+    // (a generic plan made then is kept for the session).
+    let (fresh, fresh_guard) = PostgresHarness::new()
+        .open_store()
+        .await
+        .map_err(failed("open a fresh schema"))?;
+    fair_backlog(&fresh, pending, now, false).await?;
+    let mut unanalyzed = Vec::new();
+    for round in 0..rounds {
+        unanalyzed.push(timed_claim(&fresh, ClaimPolicy::TenantFair, now.add_millis(round)).await?);
+    }
+    summary("tenant_fair, no statistics", unanalyzed);
+    drop((fresh, fresh_guard));
+    fair_backlog(&store, pending, now, true).await?;
     let (mut oldest, mut fair) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         // Every claim hands its batch back at `now`, so each one sees the same backlog.
@@ -298,7 +320,7 @@ async fn fair_cost(args: &[String]) -> Result<(), String> {
         .open_store()
         .await
         .map_err(failed("open a fresh schema"))?;
-    fair_backlog(&store2, pending, now).await?;
+    fair_backlog(&store2, pending, now, true).await?;
     for round in 0..rounds {
         let at = now.add_millis(rounds + round);
         let started = Instant::now();

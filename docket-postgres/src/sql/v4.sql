@@ -16,8 +16,15 @@ ALTER TABLE {s}.runs ADD COLUMN admitted_at bigint NULL;
 ALTER TABLE {s}.runs ADD CONSTRAINT runs_admitted_shape_check
     CHECK (admitted_at IS NULL OR (status = 'running' AND poisoned_at IS NULL));
 
+-- Its predicate leaves out `poisoned_at IS NULL`, which `wake_at IS NOT NULL` already implies
+-- (`runs_poisoned_shape_check`: a poisoned row has no wake time), and the fair claim's walk
+-- leaves it out too. That difference is the point: the walk's conditions then no longer imply
+-- the predicate of `runs_ready_index`, so the planner cannot answer them from that index (by
+-- scanning every due run of every owner), which it otherwise may do on a table it has no
+-- statistics for yet (a new deployment before its first ANALYZE), where both look equally
+-- cheap. The `Oldest` claim states `poisoned_at IS NULL` and keeps using `runs_ready_index`.
 CREATE INDEX runs_ready_owner_index ON {s}.runs (scope_key, wake_at, run_id)
-    WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL AND wake_at IS NOT NULL;
+    WHERE status = 'running' AND claim_token IS NULL AND wake_at IS NOT NULL;
 
 CREATE TABLE {s}.tenant_shares (
     tenant_id text COLLATE "C" NOT NULL PRIMARY KEY
@@ -102,8 +109,9 @@ BEGIN
     PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
     -- Every statement below is planned once per session, for any arguments: re-planning them
     -- per call (PL/pgSQL's custom plans) would cost more than running them, inside the lock.
-    -- Each one reads its index whatever the arguments (`pg_checks fair-cost` shows the plans'
-    -- cost). Both settings end with this transaction (a SET clause on the function would
+    -- Each one reads its index whatever the arguments and whether or not the table has been
+    -- analyzed yet (see `runs_ready_owner_index` for the walk, the CASE below for the lock;
+    -- `pg_checks fair-cost` measures both cases). Both settings end with this transaction (a SET clause on the function would
     -- undo them at its exit, before the commit they are for).
     PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
     SELECT c.scope_key, c.taken INTO v_cursor_key, v_cursor_taken
@@ -115,7 +123,7 @@ BEGIN
         v_turn := 0;
     ELSE
         SELECT r.scope_key INTO v_owner FROM {s}.runs AS r
-            WHERE r.status = 'running' AND r.poisoned_at IS NULL AND r.claim_token IS NULL
+            WHERE r.status = 'running' AND r.claim_token IS NULL
               AND r.wake_at IS NOT NULL AND r.wake_at <= p_now
             ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
         v_turn := 1;
@@ -149,7 +157,7 @@ BEGIN
             FOR rec IN
                 SELECT r.id, r.wake_at FROM {s}.runs AS r
                 WHERE r.scope_key = v_owner
-                  AND r.status = 'running' AND r.poisoned_at IS NULL AND r.claim_token IS NULL
+                  AND r.status = 'running' AND r.claim_token IS NULL
                   AND r.wake_at IS NOT NULL AND r.wake_at <= p_now
                 ORDER BY r.wake_at, r.run_id
                 LIMIT v_want
@@ -172,7 +180,7 @@ BEGIN
         v_next_key := NULL;
         IF v_turn = 0 OR v_turn = 1 THEN
             SELECT r.scope_key INTO v_next_key FROM {s}.runs AS r
-                WHERE r.status = 'running' AND r.poisoned_at IS NULL AND r.claim_token IS NULL
+                WHERE r.status = 'running' AND r.claim_token IS NULL
                   AND r.wake_at IS NOT NULL AND r.wake_at <= p_now AND r.scope_key > v_owner
                 ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
             IF v_next_key IS NOT NULL THEN
@@ -180,14 +188,14 @@ BEGIN
             ELSIF v_cursor_key IS NOT NULL THEN
                 -- Wrap around to the owners before the cursor's.
                 SELECT r.scope_key INTO v_next_key FROM {s}.runs AS r
-                    WHERE r.status = 'running' AND r.poisoned_at IS NULL
+                    WHERE r.status = 'running'
                       AND r.claim_token IS NULL AND r.wake_at IS NOT NULL AND r.wake_at <= p_now
                     ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
                 v_turn := 2;
             END IF;
         ELSE
             SELECT r.scope_key INTO v_next_key FROM {s}.runs AS r
-                WHERE r.status = 'running' AND r.poisoned_at IS NULL AND r.claim_token IS NULL
+                WHERE r.status = 'running' AND r.claim_token IS NULL
                   AND r.wake_at IS NOT NULL AND r.wake_at <= p_now AND r.scope_key > v_owner
                 ORDER BY r.scope_key, r.wake_at, r.run_id LIMIT 1;
         END IF;
@@ -230,8 +238,12 @@ BEGIN
                    q.run_key, q.cursor_key, q.cursor_taken
             FROM merged AS q JOIN {s}.runs AS r ON r.id = q.id
             WHERE r.status = 'running' AND r.poisoned_at IS NULL
-              AND ((q.class = 0 AND r.claim_token IS NULL AND r.wake_at <= p_now)
-                   OR (q.class = 1 AND r.claim_token IS NOT NULL AND r.claimed_at < p_cutoff))
+              -- A CASE, not an OR of the two classes: from an OR the planner derives a
+              -- restriction on `runs` alone and (with the generic plan's guesses) scans every
+              -- due row to join it with the candidates; the CASE leaves it one primary-key
+              -- probe per candidate, whatever the backlog.
+              AND CASE WHEN q.class = 0 THEN r.claim_token IS NULL AND r.wake_at <= p_now
+                       ELSE r.claim_token IS NOT NULL AND r.claimed_at < p_cutoff END
             ORDER BY q.grp, q.round, q.turn, q.owner COLLATE "C", q.i, q.eligible_at,
                      q.run_key COLLATE "C"
             LIMIT p_limit
