@@ -88,6 +88,9 @@ fn serve_answers_the_api_on_loopback_and_never_prints_secrets() {
     let mut logged = String::new();
     let _ = BufReader::new(stderr).read_to_string(&mut logged);
     for secret in [ADMIN, READ, url.as_str(), &db.display().to_string()] {
-        assert!(!line.contains(secret) && !logged.contains(secret), "printed a secret: {line}{logged}");
+        assert!(
+            !line.contains(secret) && !logged.contains(secret),
+            "printed a secret: {line}{logged}"
+        );
     }
 }

@@ -79,9 +79,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let router = docket_console::router(&console);
     let session = console.sessions().open(0);
     for (name, path, auth) in [
-        ("api first page (50)", "/api/v1/runs", (header::AUTHORIZATION.as_str(), format!("Bearer {TOKEN}"))),
-        ("ui runs page (50)", "/ui/runs", (header::COOKIE.as_str(), format!("docket_session={session}"))),
-        ("ui filtered page (status=running)", "/ui/runs?status=running", (header::COOKIE.as_str(), format!("docket_session={session}"))),
+        (
+            "api first page (50)",
+            "/api/v1/runs",
+            (header::AUTHORIZATION.as_str(), format!("Bearer {TOKEN}")),
+        ),
+        (
+            "ui runs page (50)",
+            "/ui/runs",
+            (header::COOKIE.as_str(), format!("docket_session={session}")),
+        ),
+        (
+            "ui filtered page (status=running)",
+            "/ui/runs?status=running",
+            (header::COOKIE.as_str(), format!("docket_session={session}")),
+        ),
     ] {
         let mut times = Vec::new();
         let mut bytes = 0;

@@ -88,9 +88,11 @@ impl ApiError {
                 };
                 ApiError::new(status, code, e.message)
             }
-            DocketError::InvalidGraph { .. } | DocketError::GraphMismatch { .. } => {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_graph", error.to_string())
-            }
+            DocketError::InvalidGraph { .. } | DocketError::GraphMismatch { .. } => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_graph",
+                error.to_string(),
+            ),
             DocketError::InvalidJson { .. } => {
                 ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", error.to_string())
             }
@@ -104,11 +106,9 @@ impl ApiError {
                 "ops_registry_unavailable",
                 "this store offers no operation registry",
             ),
-            DocketError::Ops(e) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "ops_error",
-                e.to_string(),
-            ),
+            DocketError::Ops(e) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "ops_error", e.to_string())
+            }
             other => {
                 tracing::warn!(error = %other, "console: the store failed");
                 storage_unavailable()
@@ -154,6 +154,12 @@ impl IntoResponse for ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}): {}", self.code, self.status.as_u16(), self.message)
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code,
+            self.status.as_u16(),
+            self.message
+        )
     }
 }

@@ -200,13 +200,22 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequest<S> for J<T> {
         let bytes = Bytes::from_request(request, state)
             .await
             .map_err(|e| body_rejection(e.status(), e.body_text()))?;
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "the body is not UTF-8"))?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_json",
+                "the body is not UTF-8",
+            )
+        })?;
         let value = parse_json_strict(text)
             .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", e.to_string()))?;
-        serde_json::from_value(value)
-            .map(J)
-            .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", e.to_string()))
+        serde_json::from_value(value).map(J).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                e.to_string(),
+            )
+        })
     }
 }
 

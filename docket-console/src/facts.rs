@@ -108,8 +108,8 @@ pub async fn count(docket: &Docket, inspect_cap: usize) -> Result<Facts, DocketE
         async move { docket.inspect_run(&s.id).await }
     }))
     .buffer_unordered(INSPECT_CONCURRENCY)
-        .collect()
-        .await;
+    .collect()
+    .await;
     let ttl = docket.engine().config().orphan_ttl_ms;
     let now = docket.engine().clock().now();
     let running_total = runs

@@ -145,7 +145,6 @@ impl Console {
 
 /// Every route of `console`: API, pages, assets and metrics, with the security headers and
 /// the body limit.
-#[must_use]
 pub fn router(console: &Shared) -> Router {
     let routes = Router::new()
         .route("/", get(ui::home))
@@ -160,7 +159,6 @@ pub fn router(console: &Shared) -> Router {
 
 /// Only `/metrics`, for `--metrics-only`: the counters of `stats` and, when `docket` is given,
 /// the store counts. Unauthenticated unless `grants` is non-empty.
-#[must_use]
 pub fn metrics_router(source: metrics::MetricsSource) -> Router {
     let routes = Router::new()
         .route("/metrics", get(metrics::standalone))
@@ -190,7 +188,10 @@ async fn security_headers(request: Request<axum::body::Body>, next: Next) -> Res
         HeaderValue::from_static("nosniff"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }

@@ -43,7 +43,10 @@ pub struct MetricsSource {
 ///
 /// # Errors
 /// 401 without a valid token; 503 when the store cannot count.
-pub async fn handler(State(console): State<Shared>, headers: HeaderMap) -> Result<Response, ApiError> {
+pub async fn handler(
+    State(console): State<Shared>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let grants = &console.config().grants;
     let token = bearer(&headers).ok_or_else(ApiError::unauthorized)?;
     let grant = find_grant(grants, token).ok_or_else(ApiError::unauthorized)?;
@@ -101,21 +104,72 @@ pub fn render(stats: &[Arc<WorkerStats>], facts: Option<&Facts>) -> String {
         .fold(StatsSnapshot::default(), |a, b| a + b);
     let mut out = String::new();
     let counters: [(&str, &str, u64); 12] = [
-        ("docket_commits_total", "Moments committed by this process's workers.", total.moments_committed),
-        ("docket_fence_losses_total", "Commits refused because the claim or checkpoint moved on.", total.fence_losses),
-        ("docket_claims_total", "Runs claimed (launched or handed back unlaunched).", total.vehicles_launched + total.released_unlaunched),
-        ("docket_vehicles_launched_total", "Claimed runs handed to execution.", total.vehicles_launched),
-        ("docket_abandons_total", "Claims handed back with a backoff.", total.abandons),
-        ("docket_poisons_total", "Runs poisoned by this process's workers.", total.poisons),
-        ("docket_discards_total", "Moments discarded after a lost or ambiguous commit.", total.discards),
-        ("docket_recovered_steals_total", "Runs recovered from an expired claim.", total.recovered_steals),
-        ("docket_ambiguous_resolved_total", "Ambiguous commits resolved by re-reading.", total.ambiguous_resolved),
-        ("docket_vehicle_crashes_total", "Vehicles that ended in a panic or crash.", total.vehicle_crashes),
-        ("docket_polls_total", "Claim polls sent to the store.", total.polls),
-        ("docket_wake_hints_total", "Wake-up hints received from the store.", total.wake_hints),
+        (
+            "docket_commits_total",
+            "Moments committed by this process's workers.",
+            total.moments_committed,
+        ),
+        (
+            "docket_fence_losses_total",
+            "Commits refused because the claim or checkpoint moved on.",
+            total.fence_losses,
+        ),
+        (
+            "docket_claims_total",
+            "Runs claimed (launched or handed back unlaunched).",
+            total.vehicles_launched + total.released_unlaunched,
+        ),
+        (
+            "docket_vehicles_launched_total",
+            "Claimed runs handed to execution.",
+            total.vehicles_launched,
+        ),
+        (
+            "docket_abandons_total",
+            "Claims handed back with a backoff.",
+            total.abandons,
+        ),
+        (
+            "docket_poisons_total",
+            "Runs poisoned by this process's workers.",
+            total.poisons,
+        ),
+        (
+            "docket_discards_total",
+            "Moments discarded after a lost or ambiguous commit.",
+            total.discards,
+        ),
+        (
+            "docket_recovered_steals_total",
+            "Runs recovered from an expired claim.",
+            total.recovered_steals,
+        ),
+        (
+            "docket_ambiguous_resolved_total",
+            "Ambiguous commits resolved by re-reading.",
+            total.ambiguous_resolved,
+        ),
+        (
+            "docket_vehicle_crashes_total",
+            "Vehicles that ended in a panic or crash.",
+            total.vehicle_crashes,
+        ),
+        (
+            "docket_polls_total",
+            "Claim polls sent to the store.",
+            total.polls,
+        ),
+        (
+            "docket_wake_hints_total",
+            "Wake-up hints received from the store.",
+            total.wake_hints,
+        ),
     ];
     for (name, help, value) in counters {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}");
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+        );
     }
     histogram(&mut out, stats);
     if let Some(facts) = facts {
@@ -152,7 +206,11 @@ fn gauges(out: &mut String, facts: &Facts) {
         "# HELP docket_runs Runs in the store by status (the token's owner).\n# TYPE docket_runs gauge"
     );
     for count in &facts.runs {
-        let _ = writeln!(out, "docket_runs{{status=\"{}\"}} {}", count.status, count.count);
+        let _ = writeln!(
+            out,
+            "docket_runs{{status=\"{}\"}} {}",
+            count.status, count.count
+        );
     }
     let _ = writeln!(
         out,

@@ -115,12 +115,22 @@ fn fuzzed() -> impl Strategy<Value = Fuzzed> {
     let body = prop_oneof![
         Just(Vec::new()),
         Just(json!({"graph_id": "retry"}).to_string().into_bytes()),
-        Just(json!({"graph_id": "approval", "input": {"amount": 1}}).to_string().into_bytes()),
+        Just(
+            json!({"graph_id": "approval", "input": {"amount": 1}})
+                .to_string()
+                .into_bytes()
+        ),
         Just(json!({"value": true}).to_string().into_bytes()),
         Just(br#"{"value": 1, "value": 2}"#.to_vec()),
         Just(b"csrf=x&value=true&token=y&graph_id=retry&input=%7B%7D".to_vec()),
         Just(vec![b'{'; 300_000]),
-        Just(format!("{{\"graph_id\": \"retry\", \"input\": {{\"x\": \"{}\"}}}}", "a".repeat(300_000)).into_bytes()),
+        Just(
+            format!(
+                "{{\"graph_id\": \"retry\", \"input\": {{\"x\": \"{}\"}}}}",
+                "a".repeat(300_000)
+            )
+            .into_bytes()
+        ),
         proptest::collection::vec(any::<u8>(), 0..64),
     ];
     (method, path(), auth, cookie, content_type, body).prop_map(
@@ -136,7 +146,9 @@ fn fuzzed() -> impl Strategy<Value = Fuzzed> {
 }
 
 fn request(f: &Fuzzed) -> Option<Request<Body>> {
-    let mut builder = Request::builder().method(f.method.clone()).uri(f.path.as_str());
+    let mut builder = Request::builder()
+        .method(f.method.clone())
+        .uri(f.path.as_str());
     if let Some(auth) = &f.auth {
         builder = builder.header(header::AUTHORIZATION, auth.as_str());
     }
@@ -162,7 +174,11 @@ fn random_requests_never_fail_the_server_and_refused_ones_change_nothing() {
         env.poisoned_run().await;
         for (id, graph) in [("w1", "approval"), ("done1", "cycle")] {
             let graph_ref = env.graph(graph);
-            let input = if graph == "approval" { json!({"amount": 1}) } else { json!({}) };
+            let input = if graph == "approval" {
+                json!({"amount": 1})
+            } else {
+                json!({})
+            };
             env.docket
                 .start_run(
                     &graph_ref,

@@ -31,9 +31,18 @@ const XSS_GRAPH: &str = r#"{"schema_version": 1, "id": "xss",
 fn assert_only_escaped(html: &str) {
     assert!(!html.contains(SCRIPT), "raw script payload in the page");
     assert!(!html.contains("<img"), "an injected img in the page");
-    assert!(!html.contains("onerror=alert(1)>"), "raw attribute payload in the page");
-    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "escaped payload missing");
-    assert!(html.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"), "escaped payload missing");
+    assert!(
+        !html.contains("onerror=alert(1)>"),
+        "raw attribute payload in the page"
+    );
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "escaped payload missing"
+    );
+    assert!(
+        html.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"),
+        "escaped payload missing"
+    );
 }
 
 async fn suite(kind: &str) {
@@ -41,15 +50,43 @@ async fn suite(kind: &str) {
     let router = &env.router;
 
     // Without a session every page sends the browser to the login form.
-    let answer = send(router, Request::get("/ui/runs").body(Body::empty()).expect("request")).await;
+    let answer = send(
+        router,
+        Request::get("/ui/runs")
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER);
     assert_eq!(answer.headers[header::LOCATION], "/ui/login");
     // A wrong token or a forged login form does not log in.
-    let answer = post_form(router, "docket_login=abc", "/ui/login", &format!("token={ADMIN}&csrf=abc")).await;
-    assert_eq!(answer.status, StatusCode::SEE_OTHER, "a matching double-submit token logs in");
-    let answer = post_form(router, "docket_login=abc", "/ui/login", &format!("token={ADMIN}&csrf=abd")).await;
+    let answer = post_form(
+        router,
+        "docket_login=abc",
+        "/ui/login",
+        &format!("token={ADMIN}&csrf=abc"),
+    )
+    .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::SEE_OTHER,
+        "a matching double-submit token logs in"
+    );
+    let answer = post_form(
+        router,
+        "docket_login=abc",
+        "/ui/login",
+        &format!("token={ADMIN}&csrf=abd"),
+    )
+    .await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN);
-    let answer = post_form(router, "docket_login=abc", "/ui/login", "token=wrong-token-wrong-token&csrf=abc").await;
+    let answer = post_form(
+        router,
+        "docket_login=abc",
+        "/ui/login",
+        "token=wrong-token-wrong-token&csrf=abc",
+    )
+    .await;
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
 
     let admin = login(router, ADMIN).await;
@@ -93,7 +130,15 @@ async fn suite(kind: &str) {
             .next(),
         Some("default-src 'self'")
     );
-    for id in ["id=\"run-status\"", "id=\"resolve-form\"", "id=\"cancel-form\"", "id=\"timeline\"", "id=\"graph\"", "class=\"node active\"", "id=\"checkpoint-form\""] {
+    for id in [
+        "id=\"run-status\"",
+        "id=\"resolve-form\"",
+        "id=\"cancel-form\"",
+        "id=\"timeline\"",
+        "id=\"graph\"",
+        "class=\"node active\"",
+        "id=\"checkpoint-form\"",
+    ] {
         assert!(run_page.body.contains(id), "{id} missing from the run page");
     }
     assert!(!run_page.body.contains("<script>"), "no inline script");
@@ -101,8 +146,18 @@ async fn suite(kind: &str) {
     assert_only_escaped(&list.body);
     assert!(list.body.contains("class=\"run-row\""));
     // Time travel: the state at checkpoint 1.
-    let at = page(router, &admin.cookie, &format!("/ui/runs/{href}?checkpoint=1")).await;
-    assert!(at.body.contains("id=\"checkpoint-state\" data-checkpoint=\"1\""), "{}", at.body);
+    let at = page(
+        router,
+        &admin.cookie,
+        &format!("/ui/runs/{href}?checkpoint=1"),
+    )
+    .await;
+    assert!(
+        at.body
+            .contains("id=\"checkpoint-state\" data-checkpoint=\"1\""),
+        "{}",
+        at.body
+    );
 
     // The read session sees no action form, and its posts are refused even with its token.
     let read_page = page(router, &reader.cookie, &format!("/ui/runs/{href}")).await;
@@ -117,39 +172,103 @@ async fn suite(kind: &str) {
         .next()
         .expect("an open interrupt")
         .clone();
-    let resolve = format!("/ui/runs/{href}/interrupts/{}/resolve", docket_console::paths::encode(&interrupt));
+    let resolve = format!(
+        "/ui/runs/{href}/interrupts/{}/resolve",
+        docket_console::paths::encode(&interrupt)
+    );
     let before = env.dump().await;
-    let refused = post_form(router, &reader.cookie, &resolve, &format!("csrf={}&value=true", reader.csrf)).await;
+    let refused = post_form(
+        router,
+        &reader.cookie,
+        &resolve,
+        &format!("csrf={}&value=true", reader.csrf),
+    )
+    .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
     // An admin post with another session's CSRF token, or none, is refused.
-    let refused = post_form(router, &admin.cookie, &resolve, &format!("csrf={}&value=true", reader.csrf)).await;
+    let refused = post_form(
+        router,
+        &admin.cookie,
+        &resolve,
+        &format!("csrf={}&value=true", reader.csrf),
+    )
+    .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
     assert!(refused.body.contains("csrf_failed"));
     let refused = post_form(router, &admin.cookie, &resolve, "value=true").await;
     assert!(refused.status.is_client_error());
     // Without the cookie (a cross-site post) nothing happens either.
-    let refused = post_form(router, "", &resolve, &format!("csrf={}&value=true", admin.csrf)).await;
+    let refused = post_form(
+        router,
+        "",
+        &resolve,
+        &format!("csrf={}&value=true", admin.csrf),
+    )
+    .await;
     assert_eq!(refused.status, StatusCode::SEE_OTHER);
     assert_eq!(env.dump().await, before, "a refused form changed the store");
 
     // The admin resolves from the page; the run finishes.
-    let done = post_form(router, &admin.cookie, &resolve, &format!("csrf={}&value={}", admin.csrf, form_value("true"))).await;
+    let done = post_form(
+        router,
+        &admin.cookie,
+        &resolve,
+        &format!("csrf={}&value={}", admin.csrf, form_value("true")),
+    )
+    .await;
     assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
     env.drain().await;
-    assert_eq!(env.docket.fetch_run(&run_id).await.expect("run").status, RunStatus::Done);
+    assert_eq!(
+        env.docket.fetch_run(&run_id).await.expect("run").status,
+        RunStatus::Done
+    );
 
     // Start and cancel from the pages.
-    let started = post_form(router, &admin.cookie, "/ui/runs", &format!("csrf={}&graph_id=approval&input={}", admin.csrf, form_value(r#"{"amount": 2}"#))).await;
+    let started = post_form(
+        router,
+        &admin.cookie,
+        "/ui/runs",
+        &format!(
+            "csrf={}&graph_id=approval&input={}",
+            admin.csrf,
+            form_value(r#"{"amount": 2}"#)
+        ),
+    )
+    .await;
     assert_eq!(started.status, StatusCode::SEE_OTHER, "{}", started.body);
-    let location = started.headers[header::LOCATION].to_str().expect("location").to_owned();
-    let cancelled = post_form(router, &admin.cookie, &format!("{location}/cancel"), &format!("csrf={}", admin.csrf)).await;
-    assert_eq!(cancelled.status, StatusCode::SEE_OTHER, "{}", cancelled.body);
+    let location = started.headers[header::LOCATION]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    let cancelled = post_form(
+        router,
+        &admin.cookie,
+        &format!("{location}/cancel"),
+        &format!("csrf={}", admin.csrf),
+    )
+    .await;
+    assert_eq!(
+        cancelled.status,
+        StatusCode::SEE_OTHER,
+        "{}",
+        cancelled.body
+    );
     let shown = page(router, &admin.cookie, &location).await;
-    assert!(shown.body.contains("data-status=\"cancelled\""), "{}", shown.body);
+    assert!(
+        shown.body.contains("data-status=\"cancelled\""),
+        "{}",
+        shown.body
+    );
 
     // Every other page renders, escaped, with stable ids and no secret.
     let mut pages = vec![run_page, list, at, read_page, shown];
-    for path in ["/ui/runs?status=done", "/ui/poisoned", "/ui/graphs", "/ui/engine", &format!("/ui/graphs/xss/{}", graph.graph_hash.as_str())] {
+    for path in [
+        "/ui/runs?status=done",
+        "/ui/poisoned",
+        "/ui/graphs",
+        "/ui/engine",
+        &format!("/ui/graphs/xss/{}", graph.graph_hash.as_str()),
+    ] {
         let answer = page(router, &admin.cookie, path).await;
         assert_eq!(answer.status, StatusCode::OK, "{path}: {}", answer.body);
         pages.push(answer);
@@ -171,7 +290,10 @@ async fn suite(kind: &str) {
     )
     .await
     .expect("infallible");
-    assert_eq!(response.headers()[header::CONTENT_TYPE], "text/event-stream");
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/event-stream"
+    );
     let mut stream = response.into_body().into_data_stream();
     let first = tokio::time::timeout(Duration::from_secs(20), stream.next())
         .await
@@ -179,10 +301,19 @@ async fn suite(kind: &str) {
         .expect("a frame")
         .expect("bytes");
     let first = String::from_utf8_lossy(&first).into_owned();
-    assert!(first.contains("event: status") && first.contains("\"status\":\"done\""), "{first}");
+    assert!(
+        first.contains("event: status") && first.contains("\"status\":\"done\""),
+        "{first}"
+    );
 
     // Logout ends the session.
-    let out = post_form(router, &admin.cookie, "/ui/logout", &format!("csrf={}", admin.csrf)).await;
+    let out = post_form(
+        router,
+        &admin.cookie,
+        "/ui/logout",
+        &format!("csrf={}", admin.csrf),
+    )
+    .await;
     assert_eq!(out.status, StatusCode::SEE_OTHER);
     let gone = page(router, &admin.cookie, "/ui/runs").await;
     assert_eq!(gone.status, StatusCode::SEE_OTHER);

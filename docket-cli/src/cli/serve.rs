@@ -58,11 +58,13 @@ fn grants(args: &ServeArgs) -> Result<Vec<Grant>, DocketError> {
         grants.push(Grant::new(token, Role::Admin, None).map_err(|e| invalid("--admin-token", e))?);
     }
     for text in &args.tenant_token {
-        grants.push(parse_tenant_token(text, Role::Read).map_err(|e| invalid("--tenant-token", e))?);
+        grants
+            .push(parse_tenant_token(text, Role::Read).map_err(|e| invalid("--tenant-token", e))?);
     }
     for text in &args.tenant_admin_token {
         grants.push(
-            parse_tenant_token(text, Role::Admin).map_err(|e| invalid("--tenant-admin-token", e))?,
+            parse_tenant_token(text, Role::Admin)
+                .map_err(|e| invalid("--tenant-admin-token", e))?,
         );
     }
     Ok(grants)

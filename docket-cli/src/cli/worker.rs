@@ -164,7 +164,10 @@ async fn serve_metrics(
     workers: &[Worker],
 ) -> Result<tokio::sync::oneshot::Sender<()>, DocketError> {
     let source = docket_console::metrics::MetricsSource {
-        stats: workers.iter().map(|w| std::sync::Arc::clone(w.stats())).collect(),
+        stats: workers
+            .iter()
+            .map(|w| std::sync::Arc::clone(w.stats()))
+            .collect(),
         docket: Some(docket.clone()),
         grants: Vec::new(),
         facts: Default::default(),

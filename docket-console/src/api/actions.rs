@@ -47,11 +47,7 @@ pub async fn start_run(docket: &Docket, body: StartBody) -> Result<Value, ApiErr
             .await
             .map_err(|e| ApiError::from_docket(e, "graph_not_found"))?,
     };
-    let run_id = body
-        .run_id
-        .as_deref()
-        .map(run_id_of)
-        .transpose()?;
+    let run_id = body.run_id.as_deref().map(run_id_of).transpose()?;
     let options = StartOptions {
         run_id,
         ..StartOptions::default()
@@ -135,14 +131,20 @@ pub async fn resolve_run(
 }
 
 /// `POST /api/v1/runs/{run_id}/cancel`.
-pub async fn cancel(AdminCaller(caller): AdminCaller, P(run_id): P<String>) -> Result<Json<Value>, ApiError> {
+pub async fn cancel(
+    AdminCaller(caller): AdminCaller,
+    P(run_id): P<String>,
+) -> Result<Json<Value>, ApiError> {
     cancel_run(&caller.docket, &run_id_of(&run_id)?)
         .await
         .map(Json)
 }
 
 /// `POST /api/v1/runs/{run_id}/retry`.
-pub async fn retry(AdminCaller(caller): AdminCaller, P(run_id): P<String>) -> Result<Json<Value>, ApiError> {
+pub async fn retry(
+    AdminCaller(caller): AdminCaller,
+    P(run_id): P<String>,
+) -> Result<Json<Value>, ApiError> {
     retry_run(&caller.docket, &run_id_of(&run_id)?)
         .await
         .map(Json)
@@ -162,7 +164,12 @@ pub async fn resolve(
     P((run_id, interrupt_id)): P<(String, String)>,
     J(body): J<ResolveBody>,
 ) -> Result<Json<Value>, ApiError> {
-    resolve_run(&caller.docket, &run_id_of(&run_id)?, &interrupt_id, body.value)
-        .await
-        .map(Json)
+    resolve_run(
+        &caller.docket,
+        &run_id_of(&run_id)?,
+        &interrupt_id,
+        body.value,
+    )
+    .await
+    .map(Json)
 }

@@ -13,7 +13,10 @@ use crate::extract::{ApiCaller, P};
 use crate::Shared;
 
 /// `GET /api/v1/engine`: runs by status and the operational counts of running runs.
-pub async fn facts(State(console): State<Shared>, caller: ApiCaller) -> Result<Json<Value>, ApiError> {
+pub async fn facts(
+    State(console): State<Shared>,
+    caller: ApiCaller,
+) -> Result<Json<Value>, ApiError> {
     let facts = console
         .facts()
         .get(&caller.docket, console.config().inspect_cap)
@@ -44,5 +47,7 @@ pub async fn operations(
         .all_operations(&session)
         .await
         .map_err(|e| ApiError::from_docket(e, "session_not_found"))?;
-    Ok(Json(json!({ "session_id": session_id, "operations": operations })))
+    Ok(Json(
+        json!({ "session_id": session_id, "operations": operations }),
+    ))
 }

@@ -33,7 +33,10 @@ pub async fn known_graph_ids(docket: &Docket) -> Result<Vec<GraphId>, DocketErro
     ids.extend(page.runs.into_iter().map(|s| s.graph_id.into_string()));
     ids.sort();
     ids.dedup();
-    Ok(ids.into_iter().filter_map(|id| GraphId::new(id).ok()).collect())
+    Ok(ids
+        .into_iter()
+        .filter_map(|id| GraphId::new(id).ok())
+        .collect())
 }
 
 /// The known graphs with their newest versions (ids without a version are left out).
@@ -65,7 +68,9 @@ pub async fn graphs_json(docket: &Docket) -> Result<Value, DocketError> {
                 })
             })
             .collect();
-        graphs.push(json!({"graph_id": id.as_str(), "versions": versions, "more_versions": page.has_more}));
+        graphs.push(
+            json!({"graph_id": id.as_str(), "versions": versions, "more_versions": page.has_more}),
+        );
     }
     Ok(json!({ "graphs": graphs }))
 }

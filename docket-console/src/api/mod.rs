@@ -35,7 +35,10 @@ pub const ROUTES: [(&str, &str); 14] = [
     ("get", "/api/v1/runs/{run_id}/checkpoints/{checkpoint_seq}"),
     ("post", "/api/v1/runs/{run_id}/cancel"),
     ("post", "/api/v1/runs/{run_id}/retry"),
-    ("post", "/api/v1/runs/{run_id}/interrupts/{interrupt_id}/resolve"),
+    (
+        "post",
+        "/api/v1/runs/{run_id}/interrupts/{interrupt_id}/resolve",
+    ),
     ("get", "/api/v1/sessions/{session_id}/operations"),
     ("get", "/api/v1/engine"),
 ];

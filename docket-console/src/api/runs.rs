@@ -68,9 +68,9 @@ pub async fn list_page(docket: &Docket, filter: &RunFilter) -> Result<Listed, Ap
     };
     let graph_hash = match filter.graph_hash.as_deref() {
         None | Some("") => None,
-        Some(h) => Some(
-            GraphHash::new(h).map_err(|e| ApiError::bad_request(format!("graph hash: {e}")))?,
-        ),
+        Some(h) => {
+            Some(GraphHash::new(h).map_err(|e| ApiError::bad_request(format!("graph hash: {e}")))?)
+        }
     };
     let before = match (filter.cursor.as_deref(), filter.started_before) {
         (Some(token), _) if !token.is_empty() => {

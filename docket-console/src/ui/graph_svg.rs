@@ -78,9 +78,7 @@ pub fn graph_svg(doc: &GraphDocument, active: &BTreeSet<String>) -> String {
             // A barrier join: every source into a diamond, the diamond into the target.
             let sources: Vec<(i64, i64)> = edge.from.ids().into_iter().map(center).collect();
             let n = i64::try_from(sources.len()).unwrap_or(1).max(1);
-            let (sx, sy) = sources
-                .iter()
-                .fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
+            let (sx, sy) = sources.iter().fold((0, 0), |(a, b), (x, y)| (a + x, b + y));
             let (bx, by) = ((sx / n + tx) / 2, (sy / n + ty) / 2);
             let _ = write!(
                 out,

@@ -20,7 +20,10 @@ fn login_page(status: StatusCode, message: &str) -> Response {
     let note = if message.is_empty() {
         String::new()
     } else {
-        format!("<p id=\"login-error\" class=\"error\">{}</p>", escape(message))
+        format!(
+            "<p id=\"login-error\" class=\"error\">{}</p>",
+            escape(message)
+        )
     };
     let body = format!(
         "{note}<form method=\"post\" action=\"/ui/login\" id=\"login-form\">\

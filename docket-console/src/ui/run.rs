@@ -36,13 +36,13 @@ fn not_found(e: docket::DocketError) -> UiError {
 }
 
 /// `GET /ui/runs/{run_id}`.
-pub async fn show(
-    caller: UiCaller,
-    P(raw): P<String>,
-    Q(query): Q<RunPageQuery>,
-) -> PageResult {
+pub async fn show(caller: UiCaller, P(raw): P<String>, Q(query): Q<RunPageQuery>) -> PageResult {
     let run_id = run_id_of(&raw)?;
-    let info = caller.docket.inspect_run(&run_id).await.map_err(not_found)?;
+    let info = caller
+        .docket
+        .inspect_run(&run_id)
+        .await
+        .map_err(not_found)?;
     let run = &info.run;
     let id = escape(run.id.as_str());
     let href = encode(run.id.as_str());
@@ -111,7 +111,15 @@ pub async fn show(
         Ok(doc) => body.push_str(&graph_svg(&doc, &active)),
         Err(_) => body.push_str("<p>The graph version is not readable.</p>"),
     }
-    checkpoint(&mut body, &caller, &run_id, &href, run.checkpoint_seq, query.checkpoint).await?;
+    checkpoint(
+        &mut body,
+        &caller,
+        &run_id,
+        &href,
+        run.checkpoint_seq,
+        query.checkpoint,
+    )
+    .await?;
     timeline(&mut body, &caller, &run_id).await?;
     Ok(render(&caller, &format!("Run {}", run.id.as_str()), &body))
 }

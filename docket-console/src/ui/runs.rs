@@ -13,9 +13,9 @@ use docket::core::model::{RunStatus, RunSummary};
 use docket::parse_input;
 
 use super::{check_action, csrf_field, may_act, render, PageResult, UiError};
+use crate::api::actions::{start_run, StartBody};
 use crate::api::graphs::known_graph_ids;
 use crate::api::runs::{list_page, RunFilter};
-use crate::api::actions::{start_run, StartBody};
 use crate::error::ApiError;
 use crate::extract::{UiCaller, Q};
 use crate::facts::{newest, when};
@@ -66,7 +66,11 @@ pub async fn list(caller: UiCaller, Q(filter): Q<RunFilter>) -> PageResult {
          <label>Status <select name=\"status\" id=\"filter-status\"><option value=\"\">any</option>"
     );
     for s in RunStatus::DURABLE {
-        let selected = if status == s.as_str() { " selected" } else { "" };
+        let selected = if status == s.as_str() {
+            " selected"
+        } else {
+            ""
+        };
         let _ = write!(body, "<option value=\"{s}\"{selected}>{s}</option>");
     }
     let _ = write!(
@@ -130,7 +134,11 @@ pub struct StartForm {
 /// `POST /ui/runs`: starts a run of the newest version and shows it.
 pub async fn start(caller: UiCaller, Form(form): Form<StartForm>) -> PageResult {
     check_action(&caller, &form.csrf)?;
-    let text = if form.input.trim().is_empty() { "{}" } else { form.input.as_str() };
+    let text = if form.input.trim().is_empty() {
+        "{}"
+    } else {
+        form.input.as_str()
+    };
     let input = parse_input(text).map_err(|e| ApiError::from_docket(e, "run_not_found"))?;
     let body = StartBody {
         graph_id: form.graph_id,

@@ -84,7 +84,11 @@ impl Env {
     }
 
     pub async fn postgres(tag: &str) -> Env {
-        let url = format!("{}?schema=docket_console_{tag}_{}", postgres_server(), unique());
+        let url = format!(
+            "{}?schema=docket_console_{tag}_{}",
+            postgres_server(),
+            unique()
+        );
         Env::open(url.clone(), Place::Postgres(url)).await
     }
 
@@ -96,7 +100,9 @@ impl Env {
     }
 
     async fn open(url: String, place: Place) -> Env {
-        let backend = docket::connect_backend(&url).await.expect("the store opens");
+        let backend = docket::connect_backend(&url)
+            .await
+            .expect("the store opens");
         let docket = Docket::builder(backend, docket::nodes::registry())
             .config(WorkerConfig {
                 max_claim_attempts: 1,
@@ -171,7 +177,9 @@ impl Env {
     /// A run of example `fanout` poisoned (call it when nothing else is due): one claim handed back without progress, then the
     /// next claim finds its attempts spent (`max_claim_attempts` is 1 here).
     pub async fn poisoned_run(&self) -> RunId {
-        let run = self.start(&self.docket, "fanout", serde_json::json!({})).await;
+        let run = self
+            .start(&self.docket, "fanout", serde_json::json!({}))
+            .await;
         let config = self.docket.engine().config();
         let batch = self
             .docket
@@ -190,12 +198,21 @@ impl Env {
         assert_eq!(lease.run_id, run);
         self.docket
             .backend()
-            .release_claim(&lease.run_id, &lease.claim_token, self.docket.engine().clock().now())
+            .release_claim(
+                &lease.run_id,
+                &lease.claim_token,
+                self.docket.engine().clock().now(),
+            )
             .await
             .expect("release");
         let summary = self.docket.drain_runs(1).await.expect("drain");
         assert_eq!(summary.poisoned.len(), 1, "{summary:?}");
-        assert!(self.docket.inspect_run(&run).await.expect("inspect").is_poisoned());
+        assert!(self
+            .docket
+            .inspect_run(&run)
+            .await
+            .expect("inspect")
+            .is_poisoned());
         run
     }
 
@@ -253,7 +270,10 @@ impl Answer {
 
     /// The typed error code.
     pub fn code(&self) -> String {
-        self.json()["error"]["code"].as_str().unwrap_or_default().to_owned()
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     }
 }
 
@@ -321,7 +341,9 @@ pub fn set_cookie(headers: &HeaderMap, name: &str) -> Option<String> {
 pub async fn login(router: &Router, token: &str) -> Browser {
     let form = send(
         router,
-        Request::get("/ui/login").body(Body::empty()).expect("request"),
+        Request::get("/ui/login")
+            .body(Body::empty())
+            .expect("request"),
     )
     .await;
     let nonce_cookie = set_cookie(&form.headers, "docket_login").expect("login cookie");
@@ -342,7 +364,10 @@ pub async fn login(router: &Router, token: &str) -> Browser {
         .and_then(|v| v.to_str().ok())
         .expect("session cookie")
         .to_owned();
-    assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
     let cookie = set_cookie(&answer.headers, "docket_session").expect("session cookie");
     let page = page(router, &cookie, "/ui/runs").await;
     Browser {
