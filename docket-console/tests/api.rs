@@ -570,6 +570,34 @@ async fn suite(kind: &str) {
         RunStatus::Done
     );
 
+    // After the run finished, the state at checkpoint 2 knows `status` was written then and
+    // rewritten later (so its value then is not claimed), and `amount` never changed.
+    let second = call(
+        &env,
+        &mut seen,
+        Method::GET,
+        "/api/v1/runs/api-approval/checkpoints/2",
+        Some(READ),
+        None,
+    )
+    .await;
+    let channel = |id: &str| {
+        second["channels"]
+            .as_array()
+            .expect("channels")
+            .iter()
+            .find(|c| c["channel_id"] == id)
+            .cloned()
+            .expect("channel")
+    };
+    assert_eq!(
+        channel("state:status")["status"],
+        "changed_later",
+        "{second}"
+    );
+    assert!(channel("state:status")["value"].is_null());
+    assert_eq!(channel("input:amount")["value"], 7);
+
     // Cancel: a finished run is a conflict; a running one is cancelled.
     refused(
         &env,

@@ -369,6 +369,21 @@ async fn scenario(kind: &str) {
         .await
         .expect("graphs");
     screenshot(&client, kind, "graphs").await;
+    let fanout = env.graph("fanout");
+    client
+        .goto(&format!(
+            "{base}/ui/graphs/fanout/{}",
+            fanout.graph_hash.as_str()
+        ))
+        .await
+        .expect("fanout graph");
+    assert!(client
+        .find(Locator::Css(
+            "#graph g.edge.barrier[data-edge-id='join'] polygon.barrier-mark"
+        ))
+        .await
+        .is_ok());
+    screenshot(&client, kind, "graph").await;
     client
         .goto(&format!("{base}/ui/engine"))
         .await

@@ -139,3 +139,41 @@ pub fn graph_svg(doc: &GraphDocument, active: &BTreeSet<String>) -> String {
     out.push_str("</svg>");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docket::core::graph::parse_document;
+
+    #[test]
+    fn barriers_guards_and_active_nodes_are_marked_and_ids_escaped() {
+        let doc = parse_document(
+            r#"{"schema_version": 1, "id": "g<x>",
+              "fields": {"n": {"schema": {"type": "integer"}}},
+              "nodes": {"a": {"implementation": "std.set"}, "b": {"implementation": "std.set"},
+                        "j": {"implementation": "std.set"}},
+              "edges": {"s1": {"from": "$start", "to": "a"}, "s2": {"from": "$start", "to": "b"},
+                        "join": {"from": ["a", "b"], "to": "j"},
+                        "loop": {"from": "j", "to": "a", "guard": {"lt": [{"field": "n"}, 3]}},
+                        "end": {"from": "j", "to": "$finish"}}}"#,
+        )
+        .expect("a document");
+        let active = BTreeSet::from(["j".to_owned()]);
+        let svg = graph_svg(&doc, &active);
+        assert!(
+            svg.contains("class=\"edge barrier\" data-edge-id=\"join\""),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("class=\"edge guarded\" data-edge-id=\"loop\""),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("class=\"node active\" data-node-id=\"j\""),
+            "{svg}"
+        );
+        assert!(svg.contains("class=\"node\" data-node-id=\"a\""), "{svg}");
+        assert!(svg.contains("aria-label=\"graph g&lt;x&gt;\""), "{svg}");
+        assert_eq!(svg.matches("<g class=\"node").count(), 5);
+    }
+}
