@@ -94,3 +94,97 @@ fn serve_answers_the_api_on_loopback_and_never_prints_secrets() {
         );
     }
 }
+
+/// Reads `docket ... ` stdout/stderr until a line holds `http://ADDR`; returns ADDR.
+fn address_in(reader: impl std::io::Read) -> String {
+    for line in BufReader::new(reader).lines() {
+        let line = line.expect("a line");
+        if let Some(rest) = line.split("http://").nth(1) {
+            return rest
+                .split(|c: char| c.is_whitespace() || c == '/')
+                .next()
+                .expect("an address")
+                .to_owned();
+        }
+    }
+    panic!("no address printed");
+}
+
+/// The Prometheus lines of `answer` for metric `name`.
+fn samples<'a>(answer: &'a str, name: &str) -> Vec<&'a str> {
+    answer
+        .lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .collect()
+}
+
+#[test]
+fn metrics_only_and_a_workers_metrics_listener_serve_prometheus_text() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("metrics.db").display());
+
+    // A worker with a metrics listener on a free port (printed on stderr).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args([
+            "worker",
+            "--metrics-listen",
+            &format!("127.0.0.1:{port}"),
+            "--backend",
+            &url,
+        ])
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("docket worker starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let worker = Server(child);
+    let addr = address_in(stderr);
+    let (status, answer) = request(&addr, "GET", "/metrics", "");
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("text/plain; version=0.0.4"), "{answer}");
+    assert_eq!(
+        samples(&answer, "docket_commits_total"),
+        vec!["docket_commits_total 0"]
+    );
+    assert_eq!(
+        samples(&answer, "docket_runs{status=\"done\"}"),
+        vec!["docket_runs{status=\"done\"} 0"]
+    );
+    drop(worker);
+
+    // `serve --metrics-only` with a token: 401 without it, only /metrics with it.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docket"))
+        .args([
+            "serve",
+            "--metrics-only",
+            "--listen",
+            "127.0.0.1:0",
+            "--backend",
+            &url,
+        ])
+        .env("DOCKET_CONSOLE_READ_TOKEN", READ)
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("docket serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let server = Server(child);
+    let addr = address_in(stdout);
+    assert_eq!(request(&addr, "GET", "/metrics", "").0, 401);
+    let (status, answer) = request(&addr, "GET", "/metrics", READ);
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer.contains("docket_commit_duration_seconds_bucket{le=\"+Inf\"} 0"),
+        "{answer}"
+    );
+    assert_eq!(request(&addr, "GET", "/api/v1/runs", READ).0, 404);
+    drop(server);
+}
