@@ -21,8 +21,8 @@ pub use json::{run_json, summary_json};
 /// The OpenAPI 3 document of the API.
 pub const OPENAPI: &str = include_str!("../../openapi.json");
 
-/// Every API route, as `(method, path)` in axum's syntax: the router is built from this list's
-/// handlers and a test checks each appears in [`OPENAPI`].
+/// Every API route, as `(method, path)` in axum's syntax, mirroring [`routes`]: a test checks
+/// each is routed and appears in [`OPENAPI`], and that [`OPENAPI`] documents nothing else.
 pub const ROUTES: [(&str, &str); 14] = [
     ("get", "/api/v1/openapi.json"),
     ("get", "/api/v1/graphs"),
