@@ -9,11 +9,12 @@ use axum::http::{header, Method, Request};
 use proptest::prelude::*;
 use serde_json::json;
 
-use support::{send, Env, ACME_ADMIN, ADMIN, READ};
+use support::{send, Browser, Env, ACME_ADMIN, ADMIN, READ};
 
 #[derive(Clone, Debug)]
 struct Fuzzed {
-    method: Method,
+    /// `None`: the method the route expects.
+    method: Option<Method>,
     path: String,
     auth: Option<String>,
     cookie: Option<String>,
@@ -80,15 +81,19 @@ fn path() -> impl Strategy<Value = String> {
     })
 }
 
-fn fuzzed() -> impl Strategy<Value = Fuzzed> {
+/// Requests; some carry the cookie and CSRF token of `reader`, a logged-in read session, so
+/// they reach the page handlers (whose actions a read session may not take).
+fn fuzzed(reader: &Browser) -> impl Strategy<Value = Fuzzed> {
+    // Mostly the method the route expects (so requests get past routing), sometimes another.
     let method = prop_oneof![
-        6 => Just(Method::GET),
-        6 => Just(Method::POST),
-        1 => Just(Method::PUT),
-        1 => Just(Method::DELETE),
-        1 => Just(Method::PATCH),
-        1 => Just(Method::HEAD),
-        1 => Just(Method::OPTIONS),
+        8 => Just(None),
+        2 => Just(Some(Method::POST)),
+        2 => Just(Some(Method::GET)),
+        1 => Just(Some(Method::PUT)),
+        1 => Just(Some(Method::DELETE)),
+        1 => Just(Some(Method::PATCH)),
+        1 => Just(Some(Method::HEAD)),
+        1 => Just(Some(Method::OPTIONS)),
     ];
     let auth = prop_oneof![
         1 => Just(None),
@@ -100,10 +105,11 @@ fn fuzzed() -> impl Strategy<Value = Fuzzed> {
         1 => "[ -~]{0,40}".prop_map(Some),
     ];
     let cookie = prop_oneof![
-        Just(None),
-        Just(Some("docket_session=00".to_owned())),
-        Just(Some("docket_login=a; docket_session=".to_owned())),
-        "[ -~]{0,40}".prop_map(Some),
+        3 => Just(Some(reader.cookie.clone())),
+        1 => Just(None),
+        1 => Just(Some("docket_session=00".to_owned())),
+        1 => Just(Some("docket_login=a; docket_session=".to_owned())),
+        1 => "[ -~]{0,40}".prop_map(Some),
     ];
     let content_type = prop_oneof![
         Just(None),
@@ -113,6 +119,13 @@ fn fuzzed() -> impl Strategy<Value = Fuzzed> {
         "[ -~]{0,20}".prop_map(Some),
     ];
     let body = prop_oneof![
+        Just(
+            format!(
+                "csrf={}&value=true&graph_id=retry&input=%7B%7D",
+                reader.csrf
+            )
+            .into_bytes()
+        ),
         Just(Vec::new()),
         Just(json!({"graph_id": "retry"}).to_string().into_bytes()),
         Just(
@@ -145,10 +158,22 @@ fn fuzzed() -> impl Strategy<Value = Fuzzed> {
     )
 }
 
+/// POST for the action routes, GET for the rest.
+fn natural(path: &str) -> Method {
+    let path = path.split('?').next().unwrap_or_default();
+    if ["/cancel", "/retry", "/resolve", "/logout"]
+        .iter()
+        .any(|end| path.ends_with(end))
+    {
+        Method::POST
+    } else {
+        Method::GET
+    }
+}
+
 fn request(f: &Fuzzed) -> Option<Request<Body>> {
-    let mut builder = Request::builder()
-        .method(f.method.clone())
-        .uri(f.path.as_str());
+    let method = f.method.clone().unwrap_or_else(|| natural(&f.path));
+    let mut builder = Request::builder().method(method).uri(f.path.as_str());
     if let Some(auth) = &f.auth {
         builder = builder.header(header::AUTHORIZATION, auth.as_str());
     }
@@ -169,7 +194,7 @@ fn random_requests_never_fail_the_server_and_refused_ones_change_nothing() {
         .enable_all()
         .build()
         .expect("runtime");
-    let env = runtime.block_on(async {
+    let (env, reader) = runtime.block_on(async {
         let env = Env::sqlite().await;
         env.poisoned_run().await;
         for (id, graph) in [("w1", "approval"), ("done1", "cycle")] {
@@ -192,14 +217,15 @@ fn random_requests_never_fail_the_server_and_refused_ones_change_nothing() {
                 .expect("start");
         }
         env.drain().await;
-        env
+        let reader = support::login(&env.router, READ).await;
+        (env, reader)
     });
     let config = ProptestConfig {
         cases: 256,
         failure_persistence: None,
         ..ProptestConfig::default()
     };
-    proptest!(config, |(f in fuzzed())| {
+    proptest!(config, |(f in fuzzed(&reader))| {
         let Some(req) = request(&f) else { return Ok(()) };
         let (before, answer, after) = runtime.block_on(async {
             let before = env.dump().await;
