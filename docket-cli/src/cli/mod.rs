@@ -9,6 +9,7 @@ mod conformance;
 mod demo;
 mod json;
 mod ops;
+mod serve;
 mod tenant;
 mod verify;
 mod worker;
@@ -58,6 +59,9 @@ enum Command {
     /// Set and show the weights and caps of tenant-fair claiming.
     #[command(subcommand)]
     Tenant(tenant::TenantCommand),
+    /// Serve the operator console: a JSON API, pages and Prometheus metrics over the
+    /// backend (`docs/console.md`).
+    Serve(serve::ServeArgs),
     /// Create or upgrade the backend's schema.
     Migrate,
     /// Run the shared conformance suite against the backend of --backend (each case in its
@@ -110,6 +114,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Tenant(cmd) => tenant::tenant(&connect(url.as_deref()).await?, cmd).await,
         Command::Conformance(args) => conformance::run(&backend_url(url.as_deref()), args).await,
         Command::Bench(args) => bench::run(url.as_deref(), args).await,
+        Command::Serve(args) => serve::run(&backend_url(url.as_deref()), args).await,
         Command::Migrate => {
             let url = backend_url(url.as_deref());
             connect(Some(&url)).await?;

@@ -56,6 +56,10 @@ pub struct WorkerArgs {
     /// `docket tenant`). Workers sharing a store should use the same policy.
     #[arg(long, default_value = "oldest", value_parser = parse_claim_policy)]
     claim_policy: ClaimPolicy,
+    /// Serve Prometheus `/metrics` (these workers' counters and the store's run counts) on
+    /// this address, without authentication: keep it on loopback or a private network.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// Parses `--claim-policy`.
@@ -104,6 +108,10 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
         .config(config)
         .build()?;
     let mut workers: Vec<Worker> = (0..args.workers).map(|_| docket.start_worker()).collect();
+    let metrics = match args.metrics_listen {
+        Some(addr) => Some(serve_metrics(addr, &docket, &workers).await?),
+        None => None,
+    };
     note!(
         "docket worker: {} worker(s) × {} vehicles on {}{}",
         args.workers,
@@ -121,6 +129,9 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
         failure = first_failure(&mut workers) => Err(failure),
         done = until_done(&args, &docket) => Ok(done),
     };
+    if let Some(stop) = metrics {
+        let _ = stop.send(());
+    }
     let mut total = StatsSnapshot::default();
     for worker in workers {
         let stats = std::sync::Arc::clone(worker.stats());
@@ -144,6 +155,38 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// Serves `/metrics` for `workers` on `addr` until the returned sender fires.
+async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    docket: &Docket,
+    workers: &[Worker],
+) -> Result<tokio::sync::oneshot::Sender<()>, DocketError> {
+    let source = docket_console::metrics::MetricsSource {
+        stats: workers
+            .iter()
+            .map(|w| std::sync::Arc::clone(w.stats()))
+            .collect(),
+        docket: Some(docket.clone()),
+        grants: Vec::new(),
+        facts: Default::default(),
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| DocketError::InvalidOptions(format!("--metrics-listen {addr}: {e}")))?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let router = docket_console::metrics_router(source);
+    tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        if let Err(e) = docket_console::serve(listener, router, shutdown).await {
+            tracing::warn!(error = %e, "docket.worker.metrics");
+        }
+    });
+    note!("docket worker: metrics on http://{addr}/metrics");
+    Ok(stop)
 }
 
 /// The first failure any of `workers` reports (never resolves while all are healthy).
