@@ -21,7 +21,7 @@ use docket::core::store::{
 use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport};
 
 /// Every figure `BENCHMARKS.md` lists (“The figures”; (e) needs `/proc`).
-const FIGURES: [&str; 13] = [
+const FIGURES: [&str; 14] = [
     "commit_throughput",
     "claim_throughput",
     "claim_throughput_batch",

@@ -48,8 +48,13 @@ pub(crate) fn claim_due(
     let ttl = i64::try_from(policy.orphan_ttl_ms).unwrap_or(i64::MAX);
     // The oldest `limit` of each class are enough: the selection keeps at most `limit`, in
     // `(eligible_at, run_id)` order within a class, which is the index order.
-    let ready = match policy.policy {
-        ClaimPolicy::Oldest => candidates(
+    // The fair state is read first: it decides which ready candidates are worth loading.
+    let fair = match policy.policy {
+        ClaimPolicy::Oldest => None,
+        ClaimPolicy::TenantFair => Some(fairness::load(conn)?),
+    };
+    let ready = match &fair {
+        None => candidates(
             conn,
             &format!(
                 "SELECT {OPS_COLUMNS} FROM docket_runs \
@@ -60,7 +65,7 @@ pub(crate) fn claim_due(
             policy.now,
             limit,
         )?,
-        ClaimPolicy::TenantFair => fairness::ready_heads(conn, policy.now, limit)?,
+        Some(state) => fairness::ready_candidates(conn, policy.now, limit, state)?,
     };
     let expired = candidates(
         conn,
@@ -82,12 +87,9 @@ pub(crate) fn claim_due(
         checkpoint_seq: row.checkpoint_seq,
         ops: row.ops,
     });
-    let outcome = match policy.policy {
-        ClaimPolicy::Oldest => claim_pass(rows.collect::<Vec<_>>(), policy, &FairContext::empty()),
-        ClaimPolicy::TenantFair => {
-            let state = fairness::load(conn)?;
-            claim_pass(rows.collect::<Vec<_>>(), policy, &state.context())
-        }
+    let outcome = match &fair {
+        None => claim_pass(rows.collect::<Vec<_>>(), policy, &FairContext::empty()),
+        Some(state) => claim_pass(rows.collect::<Vec<_>>(), policy, &state.context()),
     };
     for row in &outcome.changed {
         update_ops(conn, &row.run_id, &row.ops)?;

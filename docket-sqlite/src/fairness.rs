@@ -12,12 +12,14 @@ use std::num::NonZeroU32;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use docket_core::model::{TenantId, Timestamp};
-use docket_core::store::rules::tenant_fair::FairContext;
-use docket_core::store::{ClaimCursor, StoreError, TenantShare};
+use docket_core::model::{RunId, TenantId, Timestamp};
+use docket_core::store::rules::claim_order::Candidate;
+use docket_core::store::rules::tenant_fair::{rank_ready, FairContext, OwnedCandidate};
+use docket_core::store::{ClaimClass, ClaimCursor, StoreError, TenantShare};
 
-use crate::codec::{decode_ops, row_values, OpsRow, OPS_COLUMNS, OPS_COLUMN_COUNT};
+use crate::codec::OpsRow;
 use crate::error::SqlResult;
+use crate::sql::load_ops;
 
 /// The stored shares, the claimed counts and the cursor, loaded for one fair pass.
 pub(crate) struct FairState {
@@ -80,17 +82,24 @@ pub(crate) fn load(conn: &Connection) -> Result<FairState, StoreError> {
     })
 }
 
-/// The first `limit` due ready runs of every owner that has one, in `(wake_at, run_id)` order
-/// per owner: no owner can contribute more than `limit` runs to one selection, so these are
-/// all the candidates the fair rank can pick. Owners are walked through the owner-keyed ready
-/// index one seek at a time, so a large backlog of one owner is never scanned.
+/// The ready candidates a fair pass can select, read in two steps so that only they are
+/// decoded. First the light heads: the first `limit` due ready runs of every owner that has
+/// one, in `(wake_at, run_id)` order per owner, as `(owner key, wake_at, run_id)` straight from
+/// the owner-keyed ready index (it covers them, so no row is read). No owner can contribute
+/// more than `limit` runs to one selection, so these hold every candidate the fair rank can
+/// pick. Owners are walked one seek at a time, so a large backlog of one owner is never
+/// scanned. Then `rules::tenant_fair::rank_ready` orders them under `state` and only the first
+/// `limit` in that order are loaded whole: the pass selects at most `limit` ready runs, always
+/// the first in rank, so the rest could never be chosen (the pass ranks the loaded rows again
+/// under the same state, so it still decides the order itself).
 ///
 /// # Errors
 /// Infrastructure, or `Corrupt` for an undecodable row.
-pub(crate) fn ready_heads(
+pub(crate) fn ready_candidates(
     conn: &Connection,
     now: Timestamp,
     limit: u32,
+    state: &FairState,
 ) -> Result<Vec<OpsRow>, StoreError> {
     let mut next_owner = conn
         .prepare_cached(
@@ -101,29 +110,47 @@ pub(crate) fn ready_heads(
         )
         .sql()?;
     let mut heads = conn
-        .prepare_cached(&format!(
-            "SELECT {OPS_COLUMNS} FROM docket_runs INDEXED BY docket_runs_ready_by_owner \
+        .prepare_cached(
+            "SELECT wake_at, run_id FROM docket_runs INDEXED BY docket_runs_ready_by_owner \
              WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NULL \
                AND wake_at IS NOT NULL AND wake_at <= ?1 AND scope_key = ?2 \
-             ORDER BY wake_at, run_id LIMIT ?3"
-        ))
+             ORDER BY wake_at, run_id LIMIT ?3",
+        )
         .sql()?;
-    let mut out = Vec::new();
+    let mut light = Vec::new();
     // Tenantless runs have the empty key, which no `>` comparison reaches: ask for it first.
     let mut owner = Some(String::new());
     while let Some(key) = owner.take() {
         let rows = heads
             .query_map(params![now.as_micros(), key, i64::from(limit)], |row| {
-                row_values(row, OPS_COLUMN_COUNT)
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
             })
             .sql()?;
-        for values in rows {
-            out.push(decode_ops(&values.sql()?)?);
+        for row in rows {
+            let (wake_at, run_id) = row.sql()?;
+            light.push(OwnedCandidate {
+                scope_key: key.clone(),
+                candidate: Candidate {
+                    class: ClaimClass::Ready,
+                    eligible_at: Timestamp::from_micros(wake_at),
+                    key: run_id,
+                },
+            });
         }
         owner = next_owner
             .query_row(params![now.as_micros(), key], |row| row.get(0))
             .optional()
             .sql()?;
+    }
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut out = Vec::new();
+    for ranked in rank_ready(light, &state.context()).into_iter().take(limit) {
+        let run_id =
+            RunId::new(ranked.candidate.key).map_err(|e| StoreError::corrupt("ready run id", e))?;
+        // Read in the same write transaction as the heads, so the row is still there as read.
+        let row = load_ops(conn, &run_id)?
+            .ok_or_else(|| StoreError::corrupt(run_id.as_str(), "ready run vanished"))?;
+        out.push(row);
     }
     Ok(out)
 }
