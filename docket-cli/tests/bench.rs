@@ -341,6 +341,12 @@ enum Fault {
     DoubleLease,
     /// Every 25th claimed commit is acknowledged without being stored.
     LoseCommit,
+    /// Only in the scale figure (f): every lease of a large-size pending run is handed out
+    /// twice.
+    DoubleLeaseAtScale,
+    /// Only in the scale figure (g): every 7th claimed commit of a backlog run is
+    /// acknowledged without being stored.
+    LoseBacklogCommit,
 }
 
 /// A broken store.
@@ -374,6 +380,12 @@ impl StoreLayer for Faulty {
         if matches!(self.fault, Fault::LoseCommit) && n % 25 == 0 {
             return Ok(proposal.run);
         }
+        if matches!(self.fault, Fault::LoseBacklogCommit)
+            && proposal.run.id.as_str().starts_with("bench-g-")
+            && n % 7 == 0
+        {
+            return Ok(proposal.run);
+        }
         self.inner.commit_claimed(scope, proposal, events).await
     }
 
@@ -383,11 +395,21 @@ impl StoreLayer for Faulty {
             let again = batch.leases.clone();
             batch.leases.extend(again);
         }
+        if matches!(self.fault, Fault::DoubleLeaseAtScale) {
+            let again: Vec<_> = batch
+                .leases
+                .iter()
+                .filter(|l| l.run_id.as_str().starts_with("bench-f-large"))
+                .cloned()
+                .collect();
+            batch.leases.extend(again);
+        }
         Ok(batch)
     }
 }
 
-async fn assert_verification_fails(fault: Fault) {
+/// Runs the bench on a store broken by `fault` and returns the verification's problems.
+async fn assert_verification_fails(fault: Fault) -> Vec<String> {
     let backend: Arc<dyn Backend> = Arc::new(Layered(Faulty {
         inner: MemoryStore::new(),
         fault,
@@ -400,6 +422,7 @@ async fn assert_verification_fails(fault: Fault) {
         panic!("{fault:?}: expected a verification failure, got {err}");
     };
     assert!(!problems.is_empty());
+    problems
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -410,6 +433,26 @@ async fn a_store_that_leases_a_run_twice_fails_the_verification() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_acknowledges_a_commit_it_did_not_keep_fails_the_verification() {
     assert_verification_fails(Fault::LoseCommit).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_leases_a_pending_run_twice_at_scale_fails_the_claim_latency_figure() {
+    let problems = assert_verification_fails(Fault::DoubleLeaseAtScale).await;
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("(f)") && p.contains("leased twice")),
+        "{problems:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_loses_backlog_commits_fails_the_backlog_figure() {
+    let problems = assert_verification_fails(Fault::LoseBacklogCommit).await;
+    assert!(
+        problems.iter().all(|p| p.starts_with("(g)")),
+        "only the backlog figure is affected: {problems:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
