@@ -15,10 +15,10 @@ use super::BenchError;
 
 const WIDTH: u32 = 1_280;
 const HEIGHT: u32 = 560;
-const PANEL_W: i32 = 560;
+const PANEL_W: i32 = 500;
 const PANEL_H: i32 = 380;
 const PANEL_TOP: i32 = 110;
-const PANEL_LEFT: [i32; 2] = [90, 730];
+const PANEL_LEFT: [i32; 2] = [90, 720];
 
 const DOCKET: RGBColor = RGBColor(47, 111, 183);
 const DOCKET_SINGLE: RGBColor = RGBColor(46, 150, 80);
@@ -48,7 +48,7 @@ pub fn render_curve(report: &BenchReport, path: &Path) -> Result<bool, BenchErro
     let text = |size: f64| (FAMILY, size).into_font().color(&BLACK);
     if labelled {
         let title = format!(
-            "docket bench — {}: throughput against concurrency{}",
+            "docket bench — {}: throughput against concurrency (log axes){}",
             report.backend,
             report
                 .git_commit
@@ -131,11 +131,13 @@ fn draw_panel(
     let text = |size: f64| (FAMILY, size).into_font().color(&BLACK);
     let top = PANEL_TOP;
     let bottom = top + PANEL_H;
-    let max = lines
-        .iter()
-        .flat_map(|s| s.values.iter().map(|(_, v)| *v))
-        .fold(0.0_f64, f64::max)
-        .max(f64::MIN_POSITIVE);
+    let values = lines.iter().flat_map(|s| s.values.iter().map(|(_, v)| *v));
+    let (min, max) = values.fold((f64::MAX, f64::MIN_POSITIVE), |(lo, hi), v| {
+        (lo.min(v.max(f64::MIN_POSITIVE)), hi.max(v))
+    });
+    // Whole decades around the values, at least one.
+    let low = min.min(max).log10().floor();
+    let high = max.log10().ceil().max(low + 1.0);
     let (lo, hi) = levels
         .iter()
         .fold((usize::MAX, 1), |(lo, hi), c| (lo.min(*c), hi.max(*c)));
@@ -143,7 +145,10 @@ fn draw_panel(
     let x = |c: usize| {
         left + (((c as f64).log2() - (lo as f64).log2()) / span * f64::from(PANEL_W)) as i32
     };
-    let y = |v: f64| bottom - (v / (max * 1.1) * f64::from(PANEL_H)) as i32;
+    let y = |v: f64| {
+        let at = (v.max(f64::MIN_POSITIVE).log10() - low) / (high - low);
+        bottom - (at.clamp(0.0, 1.0) * f64::from(PANEL_H)) as i32
+    };
     let axis = BLACK.stroke_width(1);
     root.draw(&PathElement::new(
         vec![(left, top), (left, bottom), (left + PANEL_W, bottom)],
@@ -183,11 +188,19 @@ fn draw_panel(
             text(14.0),
         ))
         .map_err(chart_error)?;
-        for tick in 0..=4 {
-            let v = max * 1.1 * f64::from(tick) / 4.0;
+        let mut decade = low;
+        while decade <= high {
+            let v = 10f64.powf(decade);
             root.draw(&Text::new(number(v), (left - 80, y(v) - 7), text(13.0)))
                 .map_err(chart_error)?;
+            root.draw(&PathElement::new(
+                vec![(left - 4, y(v)), (left, y(v))],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(chart_error)?;
+            decade += 1.0;
         }
+
         for (i, s) in lines.iter().enumerate() {
             // Two legend entries per line, above the panel.
             let lx = left + (i as i32 % 2) * (PANEL_W / 2);
