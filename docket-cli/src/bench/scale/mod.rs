@@ -159,8 +159,11 @@ impl ScaleOptions {
 
 /// The scale figures, the sweep's curve and the verification lines.
 pub(crate) struct ScaleResult {
+    /// The figures, in report order.
     pub figures: Vec<Figure>,
+    /// The sweep's levels, for the curve.
     pub curve: Vec<CurvePoint>,
+    /// What the verification proved, one line per check.
     pub verified: Vec<String>,
 }
 
