@@ -18,16 +18,17 @@ use docket::core::store::{
     Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, Layered, RunStore, StoreError,
     StoreLayer,
 };
-use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport};
+use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport, ScaleOptions};
 
 /// Every figure `BENCHMARKS.md` lists (“The figures”; (e) needs `/proc`).
-const FIGURES: [&str; 14] = [
+const FIGURES: [&str; 15] = [
     "commit_throughput",
     "claim_throughput",
     "claim_throughput_batch",
     "claim_throughput_fair",
     "claim_throughput_fair_batch",
     "e2e_throughput",
+    "e2e_throughput_1node",
     "commit_latency_p50",
     "commit_latency_p99",
     "claim_to_start_p50",
@@ -37,6 +38,40 @@ const FIGURES: [&str; 14] = [
     "fairness_jain_oldest",
     "fairness_jain_fair",
 ];
+
+/// Every scale figure `BENCHMARKS.md` lists (“Scale figures”) at the tiny sweep's levels 1
+/// and 2; the RSS growth needs `/proc`.
+const SCALE_FIGURES: [&str; 14] = [
+    "wakeup_push_p50",
+    "wakeup_push_p99",
+    "wakeup_push_max",
+    "wakeup_poll_p50",
+    "wakeup_poll_p99",
+    "wakeup_poll_max",
+    "commit_throughput_c1",
+    "commit_throughput_c2",
+    "e2e_throughput_c1",
+    "e2e_throughput_c2",
+    "e2e_throughput_1node_c1",
+    "e2e_throughput_1node_c2",
+    "claim_latency_p99_at_scale",
+    "e2e_throughput_backlog",
+];
+
+/// The scale figures at sizes that only prove the machinery.
+fn tiny_scale() -> ScaleOptions {
+    ScaleOptions {
+        name: "test".into(),
+        sweep: vec![1, 2],
+        window: Duration::from_millis(200),
+        claim_pending: (10, 60),
+        claim_samples: 15,
+        backlog: (10, 40),
+        completed: (10, 30),
+        wakeup_samples: 5,
+        wakeup_poll_ms: 40,
+    }
+}
 
 fn tiny() -> BenchOptions {
     BenchOptions {
@@ -48,6 +83,7 @@ fn tiny() -> BenchOptions {
         max_commit_batch: 8,
         fairness_backlog: 40,
         fairness_runs: 5,
+        scale: Some(tiny_scale()),
         git_commit: Some("abc1234".into()),
     }
 }
@@ -74,8 +110,40 @@ fn assert_complete(report: &BenchReport) {
         assert!(figure.floor > 0.0, "{key} has no floor: {figure:?}");
         assert!(figure.ratio().is_some(), "{key} has no ratio");
     }
+    for key in SCALE_FIGURES
+        .into_iter()
+        .chain(["claim_latency_p50_at_scale", "seed_rate"])
+    {
+        let figure = report
+            .figure(key)
+            .unwrap_or_else(|| panic!("scale figure {key} missing from {:?}", report.figures));
+        assert!(figure.value > 0.0, "{key} measured nothing: {figure:?}");
+        assert!(figure.floor > 0.0, "{key} has no floor: {figure:?}");
+        assert!(
+            figure.label.contains("[test]") || key.contains("_c"),
+            "{figure:?}"
+        );
+    }
+    assert_eq!(
+        report
+            .curve
+            .iter()
+            .map(|p| p.concurrency)
+            .collect::<Vec<_>>(),
+        vec![1, 2],
+        "the sweep's curve"
+    );
     if cfg!(target_os = "linux") {
         assert!(report.figure("peak_rss").is_some(), "peak RSS missing");
+        assert!(
+            report.figure("scale_peak_rss").is_some(),
+            "scale RSS missing"
+        );
+        assert!(
+            report.verified.iter().any(|line| line.starts_with("(e) ")),
+            "no verification of (e) at scale: {:?}",
+            report.verified
+        );
     }
     // A 3-node chain commits its initialization and at least one moment per node.
     assert!(report.commits_per_run >= 4, "{}", report.commits_per_run);
@@ -85,6 +153,14 @@ fn assert_complete(report: &BenchReport) {
         "(b) limit 1",
         "(b) limit 4",
         "(c)",
+        "(f) 10 pending",
+        "(f) 60 pending",
+        "(g) 10-run backlog",
+        "(g) 40-run backlog",
+        "(h) push hints on",
+        "(h) push hints off",
+        "(a)(c) at concurrency 1",
+        "(a)(c) at concurrency 2",
     ] {
         assert!(
             report.verified.iter().any(|line| line.starts_with(phase)),
@@ -266,6 +342,12 @@ enum Fault {
     DoubleLease,
     /// Every 25th claimed commit is acknowledged without being stored.
     LoseCommit,
+    /// Only in the scale figure (f): every lease of a large-size pending run is handed out
+    /// twice.
+    DoubleLeaseAtScale,
+    /// Only in the scale figure (g): every 7th claimed commit of a backlog run is
+    /// acknowledged without being stored.
+    LoseBacklogCommit,
 }
 
 /// A broken store.
@@ -299,6 +381,12 @@ impl StoreLayer for Faulty {
         if matches!(self.fault, Fault::LoseCommit) && n % 25 == 0 {
             return Ok(proposal.run);
         }
+        if matches!(self.fault, Fault::LoseBacklogCommit)
+            && proposal.run.id.as_str().starts_with("bench-g-")
+            && n % 7 == 0
+        {
+            return Ok(proposal.run);
+        }
         self.inner.commit_claimed(scope, proposal, events).await
     }
 
@@ -308,11 +396,21 @@ impl StoreLayer for Faulty {
             let again = batch.leases.clone();
             batch.leases.extend(again);
         }
+        if matches!(self.fault, Fault::DoubleLeaseAtScale) {
+            let again: Vec<_> = batch
+                .leases
+                .iter()
+                .filter(|l| l.run_id.as_str().starts_with("bench-f-large"))
+                .cloned()
+                .collect();
+            batch.leases.extend(again);
+        }
         Ok(batch)
     }
 }
 
-async fn assert_verification_fails(fault: Fault) {
+/// Runs the bench on a store broken by `fault` and returns the verification's problems.
+async fn assert_verification_fails(fault: Fault) -> Vec<String> {
     let backend: Arc<dyn Backend> = Arc::new(Layered(Faulty {
         inner: MemoryStore::new(),
         fault,
@@ -325,6 +423,7 @@ async fn assert_verification_fails(fault: Fault) {
         panic!("{fault:?}: expected a verification failure, got {err}");
     };
     assert!(!problems.is_empty());
+    problems
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -335,6 +434,26 @@ async fn a_store_that_leases_a_run_twice_fails_the_verification() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_acknowledges_a_commit_it_did_not_keep_fails_the_verification() {
     assert_verification_fails(Fault::LoseCommit).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_leases_a_pending_run_twice_at_scale_fails_the_claim_latency_figure() {
+    let problems = assert_verification_fails(Fault::DoubleLeaseAtScale).await;
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("(f)") && p.contains("leased twice")),
+        "{problems:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_loses_backlog_commits_fails_the_backlog_figure() {
+    let problems = assert_verification_fails(Fault::LoseBacklogCommit).await;
+    assert!(
+        problems.iter().all(|p| p.starts_with("(g)")),
+        "only the backlog figure is affected: {problems:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -352,6 +471,7 @@ async fn a_custom_store_is_benched_beside_the_in_process_floor() {
 fn the_cli_prints_the_table_and_writes_json_lines_and_a_png() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (json, chart) = (dir.path().join("b.jsonl"), dir.path().join("b.png"));
+    let curve = dir.path().join("curve.png");
     let out = Command::new(env!("CARGO_BIN_EXE_docket"))
         .args(["bench", "--backend", "memory://", "--concurrency", "2"])
         .args([
@@ -365,11 +485,15 @@ fn the_cli_prints_the_table_and_writes_json_lines_and_a_png() {
             "30",
             "--fairness-runs",
             "5",
+            "--scale",
+            "smoke",
         ])
         .arg("--json")
         .arg(&json)
         .arg("--chart")
         .arg(&chart)
+        .arg("--curve")
+        .arg(&curve)
         .env("RUST_LOG", "error")
         .output()
         .expect("the docket binary runs");
@@ -385,6 +509,13 @@ fn the_cli_prints_the_table_and_writes_json_lines_and_a_png() {
     assert!(lines.lines().count() >= FIGURES.len(), "{lines}");
     let png = std::fs::read(&chart).expect("chart written");
     assert!(png.starts_with(b"\x89PNG"), "a PNG file");
+    let png = std::fs::read(&curve).expect("curve written");
+    assert!(png.starts_with(b"\x89PNG"), "a PNG file");
+    assert!(
+        stdout.contains("(h) wakeup max, push hints off"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("[smoke]"), "{stdout}");
 }
 
 #[test]

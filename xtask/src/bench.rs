@@ -1,5 +1,6 @@
 //! `cargo xtask bench [--backend sqlite|postgres|postgres-pgbouncer|redis|all|A,B…] [--smoke]
-//! [--seconds S] [--concurrency N]`: builds the release `docket` binary with every backend and
+//! [--seconds S] [--concurrency N] [--scale off|smoke|quick|full]`: builds the release
+//! `docket` binary with every backend and
 //! runs `docket bench` once per backend against a store made for it — a new SQLite file under
 //! `target/bench/`, a new PostgreSQL schema and a new Redis namespace on the local servers —
 //! deleted again after a successful run (`--cleanup`). `postgres-pgbouncer` is the PostgreSQL
@@ -10,9 +11,11 @@
 //! JSON lines also to `target/bench/all.jsonl`.
 //!
 //! `--smoke` runs ≈2.5 s per backend (0.5 s windows, 200-run claim pools, a 200-run backlog
-//! beside four 10-run tenants in the fairness figure): enough to prove the
-//! machinery and its verification work, not to quote. Not part of `ci` (it needs a release
-//! build of its own).
+//! beside four 10-run tenants in the fairness figure, the scale figures at tiny sizes): enough
+//! to prove the machinery and its verification work, not to quote. `--scale quick` adds the
+//! scale figures at sizes that keep a backend within minutes, `--scale full` at the sizes they
+//! are defined at (long: by hand only); with a scale, the sweep's curve goes to
+//! `target/bench/<backend>-curve.png`. Not part of `ci` (it needs a release build of its own).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -33,6 +36,7 @@ struct Args {
     claim_pool: String,
     fairness_backlog: String,
     fairness_runs: String,
+    scale: String,
 }
 
 fn parse(args: &[String]) -> Result<Args> {
@@ -43,6 +47,7 @@ fn parse(args: &[String]) -> Result<Args> {
         claim_pool: "2000".into(),
         fairness_backlog: "10000".into(),
         fairness_runs: "100".into(),
+        scale: "off".into(),
     };
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
@@ -77,12 +82,14 @@ fn parse(args: &[String]) -> Result<Args> {
                 parsed.claim_pool = "200".into();
                 parsed.fairness_backlog = "200".into();
                 parsed.fairness_runs = "10".into();
+                parsed.scale = "smoke".into();
             }
+            "--scale" => parsed.scale = value()?,
             other => {
                 return Err(format!(
                     "unexpected argument {other:?}; expected [--backend \
                      sqlite|postgres|postgres-pgbouncer|redis|all|A,B…] [--smoke] [--seconds S] \
-                     [--concurrency N]"
+                     [--concurrency N] [--scale off|smoke|quick|full]"
                 ))
             }
         }
@@ -131,16 +138,28 @@ pub fn run(args: &[String]) -> Result {
             .args(["--claim-pool", &args.claim_pool])
             .args(["--fairness-backlog", &args.fairness_backlog])
             .args(["--fairness-runs", &args.fairness_runs])
+            .args(["--scale", &args.scale])
             .arg("--json")
             .arg(&jsonl)
             .arg("--chart")
             .arg(&chart)
             .arg("--cleanup")
             .env("RUST_LOG", "error");
+        if args.scale != "off" {
+            command
+                .arg("--curve")
+                .arg(out.join(format!("{backend}-curve.png")));
+        }
         if let Some(commit) = &commit {
             command.args(["--git-commit", commit]);
         }
-        run_bounded(&mut command, Duration::from_secs(900), backend)?;
+        // The full scale figures take hours (10,000 wakeups at a 1 s poll, a million runs).
+        let limit = match args.scale.as_str() {
+            "full" => Duration::from_secs(8 * 3_600),
+            "quick" => Duration::from_secs(1_800),
+            _ => Duration::from_secs(900),
+        };
+        run_bounded(&mut command, limit, backend)?;
         all.push_str(
             &std::fs::read_to_string(&jsonl)
                 .map_err(|e| format!("cannot read {}: {e}", jsonl.display()))?,

@@ -16,7 +16,7 @@ use super::report::{number, ratio_text, BenchReport, Better};
 use super::BenchError;
 
 /// The family name the bench registers its font under.
-const FAMILY: &str = "docket-bench-sans";
+pub(super) const FAMILY: &str = "docket-bench-sans";
 
 /// Font files tried in order after `DOCKET_BENCH_FONT`.
 const FONT_PATHS: [&str; 6] = [
@@ -53,7 +53,7 @@ pub enum ChartText {
 }
 
 /// Registers the first readable font file once; `false` when there is none.
-fn font_ready() -> bool {
+pub(super) fn font_ready() -> bool {
     static READY: OnceLock<bool> = OnceLock::new();
     static BYTES: OnceLock<Option<Vec<u8>>> = OnceLock::new();
     *READY.get_or_init(|| {
@@ -71,7 +71,7 @@ fn font_ready() -> bool {
     })
 }
 
-fn chart_error(e: impl std::fmt::Display) -> BenchError {
+pub(super) fn chart_error(e: impl std::fmt::Display) -> BenchError {
     BenchError::Chart(e.to_string())
 }
 
@@ -182,7 +182,7 @@ mod tests {
             duration: Duration::from_secs(1),
             git_commit: None,
             figures: vec![Figure {
-                key: "commit_throughput",
+                key: "commit_throughput".into(),
                 label: "(a) fenced claimed commits/s".into(),
                 unit: "commits/s",
                 value: 50.0,
@@ -194,6 +194,7 @@ mod tests {
             commits_per_run: 4,
             verified: Vec::new(),
             floors: Vec::new(),
+            curve: Vec::new(),
         }
     }
 

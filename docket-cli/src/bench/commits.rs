@@ -144,8 +144,9 @@ pub(crate) async fn claim_exactly(
     Ok(leases)
 }
 
-/// Measures the floor (and verifies it), then the store.
-pub(crate) async fn run(ctx: &Ctx) -> Result<CommitResult, BenchError> {
+/// Measures the floor (and verifies it), then the store; `phase` names the store's runs
+/// (`bench-<phase>-<n>`), so the phase can run more than once on one store.
+pub(crate) async fn run(ctx: &Ctx, phase: &str) -> Result<CommitResult, BenchError> {
     let n = ctx.options.concurrency;
     let mut problems = Vec::new();
     let tokens: Vec<String> = (0..n)
@@ -184,7 +185,7 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<CommitResult, BenchError> {
     let mut ids = BTreeSet::new();
     let mut runs = Vec::new();
     for i in 0..n {
-        let id = run_id("commit", i)?;
+        let id = run_id(phase, i)?;
         let run = ctx
             .docket
             .start_run(

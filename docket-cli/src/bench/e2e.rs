@@ -1,4 +1,5 @@
-//! (c) End-to-end runs/s of a 3-node graph through a real [`docket::Worker`], and (d)
+//! (c) End-to-end runs/s of a graph (the 3-node chain, and the 1-node graph beside it)
+//! through a real [`docket::Worker`], and (d)
 //! claim-to-start latency, watched by the [`Probe`] so the engine runs unmodified.
 //!
 //! Producers keep at most `2N` runs started but unfinished (each finished run frees a slot),
@@ -20,7 +21,7 @@ use docket_core::model::{RunId, RunStatus};
 use docket_core::store::Layered;
 
 use super::driver::task_failed;
-use super::moments::{run_id, CHAIN_GRAPH, CHAIN_OUTPUT};
+use super::moments::{run_id, Shape};
 use super::probe::Probe;
 use super::verify::run_and_history;
 use super::{BenchError, Ctx};
@@ -42,8 +43,9 @@ pub(crate) struct E2eResult {
     pub verified: Vec<String>,
 }
 
-/// Runs the phase.
-pub(crate) async fn run(ctx: &Ctx) -> Result<E2eResult, BenchError> {
+/// Runs the phase with `shape`'s graph; `phase` names its runs (`bench-<phase>-<n>`), so the
+/// phase can run more than once on one store.
+pub(crate) async fn run(ctx: &Ctx, phase: &str, shape: Shape) -> Result<E2eResult, BenchError> {
     let n = ctx.options.concurrency;
     let backlog = Arc::new(Semaphore::new(2 * n));
     let probe = Arc::new(Layered(Probe::new(
@@ -54,10 +56,12 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<E2eResult, BenchError> {
         .config(WorkerConfig {
             concurrency: n,
             max_commit_batch: ctx.options.max_commit_batch,
+            // The runs other phases hold claimed stay theirs, however long this one takes.
+            orphan_ttl_ms: super::claims::ORPHAN_TTL_MS,
             ..WorkerConfig::default()
         })
         .build()?;
-    let graph = docket.save_graph_json(CHAIN_GRAPH).await?;
+    let graph = docket.save_graph_json(shape.graph).await?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let next_id = Arc::new(AtomicUsize::new(0));
@@ -71,6 +75,7 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<E2eResult, BenchError> {
                 Arc::clone(&started),
             );
             let backlog = Arc::clone(&backlog);
+            let phase = phase.to_owned();
             tokio::spawn(async move {
                 loop {
                     // A closed semaphore is the stop signal for a producer waiting for a slot.
@@ -81,7 +86,7 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<E2eResult, BenchError> {
                     if stop.load(Ordering::SeqCst) {
                         return Ok(());
                     }
-                    let id = run_id("e2e", next_id.fetch_add(1, Ordering::SeqCst))?;
+                    let id = run_id(&phase, next_id.fetch_add(1, Ordering::SeqCst))?;
                     let options = StartOptions {
                         run_id: Some(id.clone()),
                         ..StartOptions::default()
@@ -148,7 +153,7 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<E2eResult, BenchError> {
         problems.push("(c) the worker did not drain at shutdown".into());
     }
     let seqs: Vec<(u64, Vec<String>)> = futures::stream::iter(ids.iter())
-        .map(|id| verify_run(&ctx.docket, id))
+        .map(|id| verify_run(&ctx.docket, id, shape.output))
         .buffer_unordered(n)
         .try_collect()
         .await?;
@@ -181,17 +186,19 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<E2eResult, BenchError> {
         commits_per_run,
         claim_to_start,
         verified: vec![format!(
-            "(c) {} runs: each done with n = {CHAIN_OUTPUT}, {commits_per_run} checkpoints and a \
-             sound history; {} moments committed with no fence loss, crash, discard, abandon or \
-             poison",
+            "(c) {} runs of the {}-node graph at concurrency {n}: each done with n = {}, \
+             {commits_per_run} checkpoints and a sound history; {} moments committed with no \
+             fence loss, crash, discard, abandon or poison",
             ids.len(),
+            shape.nodes,
+            shape.output,
             snap.moments_committed
         )],
     })
 }
 
 /// Anything the worker counted that a sound store and a single worker never cause.
-fn worker_problems(snap: &StatsSnapshot) -> Vec<String> {
+pub(crate) fn worker_problems(snap: &StatsSnapshot) -> Vec<String> {
     [
         ("fence losses", snap.fence_losses),
         ("discarded moments", snap.discards),
@@ -207,7 +214,11 @@ fn worker_problems(snap: &StatsSnapshot) -> Vec<String> {
 }
 
 /// The run's checkpoint count and its problems.
-async fn verify_run(docket: &Docket, id: &RunId) -> Result<(u64, Vec<String>), BenchError> {
+pub(crate) async fn verify_run(
+    docket: &Docket,
+    id: &RunId,
+    expected: i64,
+) -> Result<(u64, Vec<String>), BenchError> {
     let (run, history) = run_and_history(docket, id).await?;
     let mut problems: Vec<String> = history
         .into_iter()
@@ -217,9 +228,9 @@ async fn verify_run(docket: &Docket, id: &RunId) -> Result<(u64, Vec<String>), B
         problems.push(format!("(c) run {id} is {}, not done", run.status));
     }
     let output = run.output.as_ref().and_then(|o| o.get("n"));
-    if output != Some(&json!(CHAIN_OUTPUT)) {
+    if output != Some(&json!(expected)) {
         problems.push(format!(
-            "(c) run {id} has output n = {output:?}, expected {CHAIN_OUTPUT}"
+            "(c) run {id} has output n = {output:?}, expected {expected}"
         ));
     }
     Ok((run.checkpoint_seq, problems))

@@ -174,6 +174,8 @@ async fn drain(
         .config(WorkerConfig {
             concurrency: n,
             claim_policy: policy,
+            // The runs other phases hold claimed stay theirs, however long the bench takes.
+            orphan_ttl_ms: super::claims::ORPHAN_TTL_MS,
             ..WorkerConfig::default()
         })
         .build()?;

@@ -5,10 +5,14 @@
 //! | --- | --- | --- |
 //! | (a) commits/s | `N` tasks, each holding its own claimed run, commit moments back to back through [`RunStore::commit_claimed`](docket_core::store::RunStore::commit_claimed) (claim retained) | a single-row conditional update `… WHERE id AND seq AND token` on a bare table (a compare-and-set script on Redis) |
 //! | (b) claims/s | `N` claimers drain a pool of due runs with [`RunStore::claim_due`](docket_core::store::RunStore::claim_due), limit 1 and limit `K` | a single-statement claim on a bare table (`FOR UPDATE SKIP LOCKED` on PostgreSQL, `UPDATE … RETURNING` on SQLite, a `ZPOPMIN` script on Redis) |
-//! | (c) runs/s | a 3-node graph (`std.increment` × 3) end to end through a real [`docket::Worker`] with `N` vehicles while producers keep `2N` runs in flight | the commit floor divided by the checkpoints one run commits |
+//! | (c) runs/s | a 3-node graph (`std.increment` × 3), and a 1-node graph beside it, end to end through a real [`docket::Worker`] with `N` vehicles while producers keep `2N` runs in flight | the commit floor divided by the checkpoints one run commits |
 //! | (d) latency p50/p99 | commit latency of (a); claim-to-start of (c): from the `claim_due` call that leased a run to the vehicle's first read of it | the floor update's latency; the floor claim's latency (limit 1) |
 //! | (f) registry transitions/s | `N` tasks, each its own session, cycle fresh operations through register → start → complete on the store's [`OpsLifecycleRegistry`](docket_core::ops::OpsLifecycleRegistry) (only on stores that offer one) | the raw conditional update of (a): one registry transition is one conditional write of one row |
 //! | (e) peak RSS | `VmHWM` of the process after the measured phases (before the long commit histories are read back) | `VmRSS` right after connecting |
+//!
+//! With [`BenchOptions::scale`] set, the scale figures follow (see [`ScaleOptions`]): claim
+//! latency with many pending runs, end to end beside a large backlog, wakeup latency with and
+//! without push hints, memory after many completed runs, and (a) and (c) across concurrency.
 //!
 //! Every run ends by verifying what it wrote and fails with [`BenchError::Verification`]
 //! otherwise: each committed run's `checkpoint_seq` is `1 +` the commits counted for it and its
@@ -22,6 +26,7 @@
 mod chart;
 mod claims;
 mod commits;
+mod curve;
 mod driver;
 mod e2e;
 mod fair_claims;
@@ -32,6 +37,7 @@ mod probe;
 mod registry;
 mod report;
 mod rss;
+mod scale;
 mod target;
 mod verify;
 
@@ -44,7 +50,9 @@ use docket::error::DocketError;
 use docket::Docket;
 
 pub use chart::{render_chart, ChartText};
+pub use curve::render_curve;
 pub use report::{BenchReport, Better, Figure};
+pub use scale::{CurvePoint, ScaleOptions};
 pub use target::purge;
 
 use driver::{quantile_ms, Window};
@@ -70,6 +78,8 @@ pub struct BenchOptions {
     pub fairness_backlog: usize,
     /// Runs of each of the four small tenants in (t). Default 100.
     pub fairness_runs: usize,
+    /// The scale figures and their sizes (`None`: not measured). See [`ScaleOptions`].
+    pub scale: Option<ScaleOptions>,
     /// The git commit to stamp on every JSON line.
     pub git_commit: Option<String>,
 }
@@ -85,6 +95,7 @@ impl Default for BenchOptions {
             max_commit_batch: docket::engine::WorkerConfig::default().max_commit_batch,
             fairness_backlog: 10_000,
             fairness_runs: 100,
+            scale: None,
             git_commit: None,
         }
     }
@@ -116,6 +127,9 @@ impl BenchOptions {
             return bad(
                 "the fairness figure needs 1 or more small runs and a backlog at least as large",
             );
+        }
+        if let Some(scale) = &self.scale {
+            scale.validate()?;
         }
         Ok(())
     }
@@ -193,10 +207,12 @@ pub(crate) struct Ctx {
 
 /// Runs every phase against the fresh store named by `url` and returns the verified figures.
 ///
-/// Order: end to end (c) first, while the store holds nothing else; then commits (a); then
-/// claims (b); then the registry (f) where the store has one; then (e); then the verification
-/// of (a)'s long histories (every other phase verifies as it ends). The floor tables (or keys) are removed at the end; the store itself
-/// is left for [`purge`].
+/// Order: end to end (c) first, while the store holds nothing else (the 3-node graph, then
+/// the 1-node graph); then commits (a); then claims (b); then the registry (f) where the store
+/// has one; then (e); then the verification of (a)'s long histories (every other phase
+/// verifies as it ends); then the scale figures when asked for (see [`ScaleOptions`]); the
+/// fairness figure (t) last. The floor tables (or keys) are removed at the end; the store
+/// itself is left for [`purge`].
 ///
 /// # Errors
 /// [`BenchError::NotFresh`] for an existing store, [`BenchError::Verification`] when the store
@@ -241,18 +257,25 @@ async fn measure(
         options: options.clone(),
     };
     let measured = async {
-        let e2e = e2e::run(&ctx).await?;
-        let commits = commits::run(&ctx).await?;
+        let e2e = e2e::run(&ctx, "e2e", moments::CHAIN).await?;
+        let e2e_single = e2e::run(&ctx, "e2e1", moments::SINGLE).await?;
+        let commits = commits::run(&ctx, "commit").await?;
         let claims = claims::run(&ctx).await?;
         let fair_claims = fair_claims::run(&ctx).await?;
         let registry = registry::run(&ctx).await?;
         // (e) is read before the long commit histories are paged back in.
         let peak_rss = rss::peak_kib();
         let store_commits = commits::verify(&ctx, &commits).await?;
+        let scale = match &options.scale {
+            Some(scale) => Some(scale::run(&ctx, scale).await?),
+            None => None,
+        };
         // Last: its tenant-fair phase leaves the large tenant's remaining runs due.
         let fairness = fairness::run(&ctx).await?;
         Ok::<_, BenchError>((
             e2e,
+            e2e_single,
+            scale,
             commits,
             claims,
             fair_claims,
@@ -264,15 +287,25 @@ async fn measure(
     }
     .await;
     let teardown = ctx.floor.teardown().await;
-    let (e2e, commits, claims, fair_claims, registry, peak_rss, store_commits, fairness) =
-        measured?;
+    let (
+        e2e,
+        e2e_single,
+        scale,
+        commits,
+        claims,
+        fair_claims,
+        registry,
+        peak_rss,
+        store_commits,
+        fairness,
+    ) = measured?;
     teardown?;
 
     let commit_floor = ctx.floor.commit_statement();
     let claim_floor = ctx.floor.claim_statement();
     let mut figures = vec![
         Figure {
-            key: "commit_throughput",
+            key: "commit_throughput".into(),
             label: "(a) fenced claimed commits/s".into(),
             unit: "commits/s",
             value: commits.store.rate(),
@@ -282,7 +315,7 @@ async fn measure(
             meaning: "share of the raw update rate reached",
         },
         Figure {
-            key: "claim_throughput",
+            key: "claim_throughput".into(),
             label: "(b) claims/s, limit 1".into(),
             unit: "claims/s",
             value: claims.single.store_rate,
@@ -292,7 +325,7 @@ async fn measure(
             meaning: "share of the raw claim rate reached",
         },
         Figure {
-            key: "claim_throughput_batch",
+            key: "claim_throughput_batch".into(),
             label: format!("(b) claims/s, limit {}", options.claim_batch),
             unit: "claims/s",
             value: claims.batch.store_rate,
@@ -302,7 +335,7 @@ async fn measure(
             meaning: "share of the raw claim rate reached",
         },
         Figure {
-            key: "claim_throughput_fair",
+            key: "claim_throughput_fair".into(),
             label: "(b) claims/s, limit 1, tenant-fair (5 tenants)".into(),
             unit: "claims/s",
             value: fair_claims.single,
@@ -312,7 +345,7 @@ async fn measure(
             meaning: "share of the oldest-first claim rate kept by the round robin",
         },
         Figure {
-            key: "claim_throughput_fair_batch",
+            key: "claim_throughput_fair_batch".into(),
             label: format!(
                 "(b) claims/s, limit {}, tenant-fair (5 tenants)",
                 options.claim_batch
@@ -328,7 +361,7 @@ async fn measure(
             meaning: "share of the oldest-first claim rate kept by the round robin",
         },
         Figure {
-            key: "e2e_throughput",
+            key: "e2e_throughput".into(),
             label: "(c) end-to-end runs/s, 3-node graph".into(),
             unit: "runs/s",
             value: e2e.rate,
@@ -337,14 +370,23 @@ async fn measure(
             better: Better::Higher,
             meaning: "share of the run rate the bare updates alone would allow",
         },
+        Figure {
+            key: "e2e_throughput_1node".into(),
+            label: "(c) end-to-end runs/s, 1-node graph".into(),
+            unit: "runs/s",
+            value: e2e_single.rate,
+            floor: commits.floor.rate() / e2e_single.commits_per_run.max(1) as f64,
+            floor_label: format!(
+                "raw updates/s ÷ {} commits per run",
+                e2e_single.commits_per_run
+            ),
+            better: Better::Higher,
+            meaning: "share of the run rate the bare updates alone would allow",
+        },
     ];
     for (q, name) in [(0.5, "p50"), (0.99, "p99")] {
         figures.push(Figure {
-            key: if q < 0.9 {
-                "commit_latency_p50"
-            } else {
-                "commit_latency_p99"
-            },
+            key: format!("commit_latency_{name}"),
             label: format!("(d) commit latency {name}"),
             unit: "ms",
             value: quantile_ms(&commits.store.latency, q),
@@ -356,11 +398,7 @@ async fn measure(
     }
     for (q, name) in [(0.5, "p50"), (0.99, "p99")] {
         figures.push(Figure {
-            key: if q < 0.9 {
-                "claim_to_start_p50"
-            } else {
-                "claim_to_start_p99"
-            },
+            key: format!("claim_to_start_{name}"),
             label: format!("(d) claim-to-start {name}"),
             unit: "ms",
             value: quantile_ms(&e2e.claim_to_start, q),
@@ -372,7 +410,7 @@ async fn measure(
     }
     if let Some(registry) = &registry {
         figures.push(Figure {
-            key: "registry_throughput",
+            key: "registry_throughput".into(),
             label: "(f) registry transitions/s (register, start, complete)".into(),
             unit: "transitions/s",
             value: registry.outcome.rate(),
@@ -384,7 +422,7 @@ async fn measure(
     }
     if let (Some(peak), Some(base)) = (peak_rss, rss_after_connect) {
         figures.push(Figure {
-            key: "peak_rss",
+            key: "peak_rss".into(),
             label: "(e) peak RSS".into(),
             unit: "MiB",
             value: peak as f64 / 1024.0,
@@ -399,7 +437,7 @@ async fn measure(
         ("fairness_small_finish_fair", "tenant-fair", &fairness.fair),
     ] {
         figures.push(Figure {
-            key,
+            key: key.into(),
             label: format!(
                 "(t) {name}: slowest small tenant's {} runs beside a {}-run backlog",
                 options.fairness_runs, options.fairness_backlog
@@ -423,7 +461,7 @@ async fn measure(
         ("fairness_jain_fair", "tenant-fair", &fairness.fair),
     ] {
         figures.push(Figure {
-            key,
+            key: key.into(),
             label: format!("(t) {name}: Jain index of claims per active tenant, 1 s windows"),
             unit: "index",
             value: outcome.jain,
@@ -434,6 +472,13 @@ async fn measure(
         });
     }
     let mut verified = e2e.verified;
+    verified.extend(e2e_single.verified);
+    let mut curve = Vec::new();
+    if let Some(scale) = scale {
+        figures.extend(scale.figures);
+        verified.extend(scale.verified);
+        curve = scale.curve;
+    }
     verified.push(fair_claims.verified);
     verified.extend(fairness.verified);
     verified.extend(commits.verified);
@@ -448,6 +493,7 @@ async fn measure(
         figures,
         commits_per_run: e2e.commits_per_run,
         verified,
+        curve,
         floors: vec![
             format!("commit floor: {commit_floor}"),
             format!("claim floor: {claim_floor}"),

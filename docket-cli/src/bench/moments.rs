@@ -52,6 +52,47 @@ pub(crate) const CHAIN_GRAPH: &str = r#"{
 /// The `n` every end-to-end run must finish with.
 pub(crate) const CHAIN_OUTPUT: i64 = 3;
 
+/// The 1-node graph of the end-to-end phase: one `std.increment`, so a finished run has
+/// output `n = 1` — the least a run can be, the figure to hold beside a plain job queue.
+pub(crate) const SINGLE_GRAPH: &str = r#"{
+  "schema_version": 1,
+  "id": "bench_single",
+  "fields": { "n": { "schema": { "type": "integer" }, "default": 0 } },
+  "outputs": { "n": {} },
+  "nodes": {
+    "a": { "implementation": "std.increment", "config": { "field": "n" } }
+  },
+  "edges": {
+    "e0": { "from": "$start", "to": "a" },
+    "e1": { "from": "a", "to": "$finish" }
+  }
+}"#;
+
+/// A graph the end-to-end phases run, and the output `n` each of its runs must finish with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    /// The graph document.
+    pub graph: &'static str,
+    /// The `n` a finished run holds.
+    pub output: i64,
+    /// Its nodes, for labels.
+    pub nodes: usize,
+}
+
+/// The 3-node chain.
+pub(crate) const CHAIN: Shape = Shape {
+    graph: CHAIN_GRAPH,
+    output: CHAIN_OUTPUT,
+    nodes: 3,
+};
+
+/// The 1-node graph.
+pub(crate) const SINGLE: Shape = Shape {
+    graph: SINGLE_GRAPH,
+    output: 1,
+    nodes: 1,
+};
+
 /// The `initialize` proposal of a fresh run `id` of `rtg`, due at `wake_at`.
 ///
 /// # Errors

@@ -29,7 +29,7 @@ impl Better {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Figure {
     /// Stable key (`commit_throughput`, `commit_latency_p99`, …).
-    pub key: &'static str,
+    pub key: String,
     /// Human label, with the figure's letter from `BENCHMARKS.md` (“The figures”).
     pub label: String,
     /// Unit of `value` and `floor`.
@@ -74,6 +74,8 @@ pub struct BenchReport {
     pub verified: Vec<String>,
     /// What each raw floor executes on this backend.
     pub floors: Vec<String>,
+    /// The (a)/(c) concurrency sweep of the scale figures (empty when not measured).
+    pub curve: Vec<super::CurvePoint>,
 }
 
 impl BenchReport {
@@ -197,7 +199,7 @@ mod tests {
     #[test]
     fn a_zero_floor_has_no_ratio() {
         let figure = Figure {
-            key: "k",
+            key: "k".into(),
             label: "l".into(),
             unit: "u",
             value: 3.0,

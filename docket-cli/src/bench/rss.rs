@@ -12,6 +12,13 @@ pub(crate) fn peak_kib() -> Option<u64> {
     status_kib("VmHWM:")
 }
 
+/// Resets `VmHWM` to the current resident memory (Linux ≥ 4.0: `5` written to
+/// `/proc/self/clear_refs`), so a later [`peak_kib`] covers only what came after; `false`
+/// when the kernel does not allow it (the peak then covers the whole process).
+pub(crate) fn reset_peak() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 fn status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     parse_kib(&status, field)

@@ -9,7 +9,7 @@ use clap::Args;
 
 use docket::connect::redact;
 use docket::DocketError;
-use docket_cli::bench::{self, BenchOptions, BenchReport, ChartText};
+use docket_cli::bench::{self, BenchOptions, BenchReport, ChartText, ScaleOptions};
 
 use super::CliResult;
 
@@ -41,6 +41,15 @@ pub struct BenchArgs {
     /// Runs of each of the four small tenants in the fairness figure (t).
     #[arg(long, default_value_t = 100)]
     fairness_runs: usize,
+    /// The scale figures (claim latency with many pending runs, end to end beside a large
+    /// backlog, wakeup latency, memory after many runs, the concurrency sweep): `off`,
+    /// `smoke` (tiny, proves the machinery), `quick` (minutes per backend, smaller sizes named
+    /// in every label) or `full` (the defined sizes; long, by hand).
+    #[arg(long, default_value = "off", value_name = "off|smoke|quick|full")]
+    scale: String,
+    /// Draw the scale figures' throughput-against-concurrency curve as a PNG at FILE.
+    #[arg(long, value_name = "FILE.png")]
+    curve: Option<PathBuf>,
     /// Write one JSON object per figure to FILE (JSON lines).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -76,6 +85,8 @@ impl BenchArgs {
             max_commit_batch: self.max_commit_batch,
             fairness_backlog: self.fairness_backlog,
             fairness_runs: self.fairness_runs,
+            scale: ScaleOptions::preset(&self.scale)
+                .map_err(|e| DocketError::InvalidOptions(e.to_string()))?,
             git_commit: self.git_commit.clone(),
         })
     }
@@ -91,12 +102,13 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
     })?;
     let options = args.options()?;
     note!(
-        "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}",
+        "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}, scale {}",
         redact(url),
         options.concurrency,
         options.duration.as_secs_f64(),
         options.warmup.as_secs_f64(),
-        options.claim_pool
+        options.claim_pool,
+        args.scale
     );
     let report = match bench::run(url, &options).await {
         Ok(report) => report,
@@ -125,6 +137,16 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
                     path.display()
                 );
             }
+            Err(e) => {
+                note!("docket bench: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    if let Some(path) = &args.curve {
+        match bench::render_curve(&report, path) {
+            Ok(true) => out!("curve: {}", path.display()),
+            Ok(false) => out!("curve: none drawn (no concurrency sweep: --scale is off)"),
             Err(e) => {
                 note!("docket bench: {e}");
                 return Ok(ExitCode::FAILURE);

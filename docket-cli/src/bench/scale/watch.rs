@@ -1,0 +1,185 @@
+//! A pass-through store for the scale phases, cheap enough to leave the worker's memory
+//! alone: it counts finished runs (in total and inside an open measuring window) with atomics
+//! only, hands one backlog permit back per finished run, can hide the store's push hints
+//! (the worker then only polls), and times one watched run from its start to the vehicle's
+//! first read of it after a claim leased it — which is how every drain begins, just before
+//! the first node runs.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use tokio::sync::{Notify, Semaphore};
+
+use docket_core::model::{Event, Run, RunId, Scope};
+use docket_core::store::{
+    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, StoreError, StoreLayer,
+    Wakeups,
+};
+
+/// The run (h) is timing.
+#[derive(Debug)]
+struct Target {
+    id: RunId,
+    leased: bool,
+    first_read: Option<Instant>,
+}
+
+/// The watching store.
+pub(crate) struct Watch {
+    inner: Arc<dyn Backend>,
+    hints: bool,
+    finished: AtomicU64,
+    counting: AtomicBool,
+    counted: AtomicU64,
+    backlog: Arc<Semaphore>,
+    target: Mutex<Option<Target>>,
+    read: Notify,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("inner", &self.inner)
+            .field("hints", &self.hints)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watch {
+    /// Watches `inner`; with `hints` false the worker sees no push hints. Every finished run
+    /// returns one permit to `backlog`.
+    pub(crate) fn new(inner: Arc<dyn Backend>, hints: bool, backlog: Arc<Semaphore>) -> Self {
+        Watch {
+            inner,
+            hints,
+            finished: AtomicU64::new(0),
+            counting: AtomicBool::new(false),
+            counted: AtomicU64::new(0),
+            backlog,
+            target: Mutex::new(None),
+            read: Notify::new(),
+        }
+    }
+
+    /// Runs finished so far.
+    pub(crate) fn finished(&self) -> u64 {
+        self.finished.load(Ordering::SeqCst)
+    }
+
+    /// Starts or stops counting finished runs into [`Watch::counted`].
+    pub(crate) fn count(&self, on: bool) {
+        self.counting.store(on, Ordering::SeqCst);
+    }
+
+    /// Runs finished while counting was on.
+    pub(crate) fn counted(&self) -> u64 {
+        self.counted.load(Ordering::SeqCst)
+    }
+
+    /// Times run `id` from now on (forgetting any earlier target).
+    pub(crate) fn target(&self, id: RunId) {
+        if let Ok(mut target) = self.target.lock() {
+            *target = Some(Target {
+                id,
+                leased: false,
+                first_read: None,
+            });
+        }
+    }
+
+    /// When a vehicle first read the target after a claim leased it, waiting at most until
+    /// `deadline`.
+    pub(crate) async fn first_read(&self, deadline: Instant) -> Option<Instant> {
+        loop {
+            let read = self
+                .target
+                .lock()
+                .ok()
+                .and_then(|t| t.as_ref().and_then(|t| t.first_read));
+            if read.is_some() {
+                return read;
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            // A notification between the check and the wait is kept as a permit.
+            let _ = tokio::time::timeout(left, self.read.notified()).await;
+        }
+    }
+
+    fn count_finished(&self, run: &Run) {
+        if run.status.is_terminal() {
+            self.finished.fetch_add(1, Ordering::SeqCst);
+            if self.counting.load(Ordering::SeqCst) {
+                self.counted.fetch_add(1, Ordering::SeqCst);
+            }
+            self.backlog.add_permits(1);
+        }
+    }
+}
+
+#[async_trait]
+impl StoreLayer for Watch {
+    fn inner(&self) -> &dyn Backend {
+        self.inner.as_ref()
+    }
+
+    fn wakeups(&self) -> Option<Wakeups> {
+        if self.hints {
+            self.inner.wakeups()
+        } else {
+            None
+        }
+    }
+
+    async fn commit_claimed(
+        &self,
+        scope: &Scope,
+        proposal: ClaimedCommit,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        let run = self.inner.commit_claimed(scope, proposal, events).await?;
+        self.count_finished(&run);
+        Ok(run)
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        let outcomes = self.inner.commit_claimed_batch(commits).await;
+        for run in outcomes.iter().flatten() {
+            self.count_finished(run);
+        }
+        outcomes
+    }
+
+    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
+        let now = Instant::now();
+        let mut hit = false;
+        if let Ok(mut target) = self.target.lock() {
+            if let Some(t) = target.as_mut() {
+                if t.leased && t.first_read.is_none() && &t.id == run_id {
+                    t.first_read = Some(now);
+                    hit = true;
+                }
+            }
+        }
+        if hit {
+            self.read.notify_one();
+        }
+        self.inner.fetch_run(scope, run_id).await
+    }
+
+    async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
+        let batch = self.inner.claim_due(policy).await?;
+        if let Ok(mut target) = self.target.lock() {
+            if let Some(t) = target.as_mut() {
+                if batch.leases.iter().any(|l| l.run_id == t.id) {
+                    t.leased = true;
+                }
+            }
+        }
+        Ok(batch)
+    }
+}
