@@ -5,8 +5,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use docket::core::model::{
-    GraphCursor, GraphHash, GraphId, GraphRef, GraphVersionQuery, RunQuery, Timestamp,
-    MAX_PAGE_LIMIT,
+    GraphCursor, GraphHash, GraphId, GraphRef, GraphVersion, GraphVersionQuery, RunQuery,
+    Timestamp, MAX_PAGE_LIMIT,
 };
 use docket::examples::EXAMPLES;
 use docket::{Docket, DocketError};
@@ -58,21 +58,20 @@ pub async fn graphs_json(docket: &Docket) -> Result<Value, DocketError> {
         if page.versions.is_empty() {
             continue;
         }
-        let versions: Vec<Value> = page
-            .versions
-            .iter()
-            .map(|v| {
-                json!({
-                    "graph_hash": v.graph_ref.graph_hash.as_str(),
-                    "published_at": v.published_at.to_rfc3339(),
-                })
-            })
-            .collect();
+        let versions: Vec<Value> = page.versions.iter().map(version_json).collect();
         graphs.push(
             json!({"graph_id": id.as_str(), "versions": versions, "more_versions": page.has_more}),
         );
     }
     Ok(json!({ "graphs": graphs }))
+}
+
+/// One published version as the API shows it.
+fn version_json(version: &GraphVersion) -> Value {
+    json!({
+        "graph_hash": version.graph_ref.graph_hash.as_str(),
+        "published_at": version.published_at.to_rfc3339(),
+    })
 }
 
 /// `GET /api/v1/graphs`.
@@ -108,16 +107,7 @@ pub async fn versions(
         .list_graph_versions(&graph_id, &GraphVersionQuery { limit, before })
         .await
         .map_err(|e| ApiError::from_docket(e, "graph_not_found"))?;
-    let versions: Vec<Value> = page
-        .versions
-        .iter()
-        .map(|v| {
-            json!({
-                "graph_hash": v.graph_ref.graph_hash.as_str(),
-                "published_at": v.published_at.to_rfc3339(),
-            })
-        })
-        .collect();
+    let versions: Vec<Value> = page.versions.iter().map(version_json).collect();
     let next = page
         .next_before
         .filter(|_| page.has_more)
