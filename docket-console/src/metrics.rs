@@ -1,9 +1,9 @@
 //! Prometheus text exposition at `/metrics` (`docs/console.md`, “Metrics”).
 //!
 //! Counters come from the engine's [`WorkerStats`] (a worker's, when the console runs beside
-//! one), the commit-latency histogram from its HDR histogram (cumulative buckets read off it;
-//! the sum is estimated as mean × count because the histogram keeps no exact sum), and the
-//! gauges from the store counts of [`crate::facts`]. Every name has the `docket_` prefix.
+//! one), the commit-latency and claim-to-start histograms from its HDR histograms (cumulative
+//! buckets read off them, with the exact sums the stats keep beside them), and the gauges from
+//! the store counts of [`crate::facts`]. Every name has the `docket_` prefix.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -12,8 +12,11 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
-use docket::engine::{merged_latency, StatsSnapshot, WorkerStats};
+use std::time::Duration;
+
+use docket::engine::{StatsSnapshot, WorkerStats};
 use docket::Docket;
+use hdrhistogram::Histogram;
 
 use crate::auth::{find_grant, Grant};
 use crate::error::ApiError;
@@ -21,7 +24,7 @@ use crate::extract::bearer;
 use crate::facts::{Facts, FactsCache};
 use crate::Shared;
 
-/// Upper bounds (seconds) of the commit-latency buckets.
+/// Upper bounds (seconds) of the latency histograms' buckets.
 const BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
@@ -179,25 +182,64 @@ pub fn render(stats: &[Arc<WorkerStats>], facts: Option<&Facts>) -> String {
 }
 
 fn histogram(out: &mut String, stats: &[Arc<WorkerStats>]) {
-    let name = "docket_commit_duration_seconds";
-    let h = merged_latency(stats.iter().map(|s| &**s));
-    let _ = writeln!(
+    let merged = |pick: fn(&WorkerStats) -> (Histogram<u64>, Duration)| {
+        let mut total: Option<Histogram<u64>> = None;
+        let mut sum = Duration::ZERO;
+        for s in stats {
+            let (h, s_sum) = pick(s);
+            sum += s_sum;
+            match total.as_mut() {
+                // Every worker's histogram has the same bounds, so adding cannot fail.
+                Some(t) => {
+                    let _ = t.add(&h);
+                }
+                None => total = Some(h),
+            }
+        }
+        (total, sum)
+    };
+    let (commits, commit_sum) = merged(|s| (s.commit_latency(), s.commit_latency_sum()));
+    write_histogram(
         out,
-        "# HELP {name} Time from proposing a moment to its durable commit.\n# TYPE {name} histogram"
+        "docket_commit_duration_seconds",
+        "Time from proposing a moment to its durable commit.",
+        commits.as_ref(),
+        commit_sum,
     );
+    let (starts, start_sum) = merged(|s| (s.claim_to_start(), s.claim_to_start_sum()));
+    write_histogram(
+        out,
+        "docket_claim_to_start_seconds",
+        "Time from a claim's reply reaching the dispatcher to its vehicle starting on the run.",
+        starts.as_ref(),
+        start_sum,
+    );
+}
+
+/// One histogram in the exposition format; `h` counts microseconds (`None`: no worker).
+fn write_histogram(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    h: Option<&Histogram<u64>>,
+    sum: Duration,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    let total = h.map_or(0, Histogram::len);
     for bound in BUCKETS {
-        // The histogram counts microseconds.
         let micros = (bound * 1e6) as u64;
-        let count = if h.is_empty() {
-            0
-        } else {
-            h.count_between(0, micros)
+        let count = match h {
+            Some(h) if !h.is_empty() => h.count_between(0, micros),
+            _ => 0,
         };
         let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {count}");
     }
-    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", h.len());
-    let sum = h.mean() * h.len() as f64 / 1e6;
-    let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {}", h.len());
+    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {total}");
+    let _ = writeln!(
+        out,
+        "{name}_sum {}\n{name}_count {total}",
+        sum.as_secs_f64()
+    );
 }
 
 fn gauges(out: &mut String, facts: &Facts) {

@@ -879,6 +879,7 @@ fn check_exposition(text: &str) {
         "docket_fence_losses_total",
         "docket_claims_total",
         "docket_commit_duration_seconds_bucket",
+        "docket_claim_to_start_seconds_bucket",
         "docket_runs{",
     ] {
         assert!(text.contains(name), "missing {name}");

@@ -282,6 +282,12 @@ async fn graceful_shutdown_lets_a_vehicle_commit_its_current_moment_as_a_yield()
     poll_until(LIMIT, || stats.snapshot().moments_committed >= 2).await;
     let report = worker.shutdown().await;
     assert!(report.drained, "{report:?}");
+    // Every launched vehicle's wait after its claim was measured.
+    assert!(stats.snapshot().vehicles_launched >= 1);
+    assert_eq!(
+        stats.claim_to_start().len(),
+        stats.snapshot().vehicles_launched
+    );
     let info = fx.info(&run.id).await;
     assert_eq!(info.run.status, RunStatus::Running);
     assert!(!info.is_claimed(), "the yield released the claim");

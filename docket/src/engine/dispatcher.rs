@@ -89,7 +89,11 @@ impl VehicleLauncher {
 impl Launcher for VehicleLauncher {
     fn launch(&self, lease: ClaimLease) -> Result<BoxFuture<'static, ()>, LaunchError> {
         let vehicle = self.vehicle.clone();
+        // The dispatcher launches each lease as soon as the claim's reply is handled, so this
+        // instant stands for the reply; the wait ends when the spawned task first runs.
+        let claimed = Instant::now();
         Ok(Box::pin(async move {
+            vehicle.stats().started(claimed.elapsed());
             // The outcome is already traced and counted by the vehicle; an error leaves the
             // claim to expire.
             let _ = vehicle.drain(lease).await;

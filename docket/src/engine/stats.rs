@@ -1,4 +1,5 @@
-//! Worker counters and the commit-latency histogram (what `docket demo` reports).
+//! Worker counters and two latency histograms, commits and claim-to-start (what `docket demo`
+//! reports and `docket serve` exports).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -26,7 +27,46 @@ pub struct WorkerStats {
     polls: AtomicU64,
     poll_requests: AtomicU64,
     wake_hints: AtomicU64,
-    commit_latency: Mutex<Histogram<u64>>,
+    commit_latency: Latencies,
+    claim_to_start: Latencies,
+}
+
+/// One latency distribution: an HDR histogram in microseconds (clamped to its bounds) and the
+/// exact sum of what was recorded, which the histogram alone cannot give (Prometheus'
+/// `_sum`).
+#[derive(Debug)]
+struct Latencies {
+    histogram: Mutex<Histogram<u64>>,
+    sum_micros: AtomicU64,
+}
+
+impl Latencies {
+    fn new() -> Self {
+        Latencies {
+            histogram: Mutex::new(new_histogram()),
+            sum_micros: AtomicU64::new(0),
+        }
+    }
+
+    fn record(&self, latency: Duration) {
+        let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.sum_micros.fetch_add(micros, Ordering::Relaxed);
+        if let Ok(mut h) = self.histogram.lock() {
+            // In bounds by the clamp; a failed record would only lose one sample.
+            let _ = h.record(micros.clamp(1, MAX_TRACKED_MICROS));
+        }
+    }
+
+    fn histogram(&self) -> Histogram<u64> {
+        self.histogram
+            .lock()
+            .map(|h| h.clone())
+            .unwrap_or_else(|_| new_histogram())
+    }
+
+    fn sum(&self) -> Duration {
+        Duration::from_micros(self.sum_micros.load(Ordering::Relaxed))
+    }
 }
 
 impl Default for WorkerStats {
@@ -46,7 +86,8 @@ impl Default for WorkerStats {
             polls: AtomicU64::new(0),
             poll_requests: AtomicU64::new(0),
             wake_hints: AtomicU64::new(0),
-            commit_latency: Mutex::new(new_histogram()),
+            commit_latency: Latencies::new(),
+            claim_to_start: Latencies::new(),
         }
     }
 }
@@ -163,16 +204,15 @@ impl WorkerStats {
     /// Records one committed moment and, when known, how long its commit took.
     pub(crate) fn committed(&self, latency: Option<Duration>) {
         self.moments_committed.fetch_add(1, Ordering::Relaxed);
-        let Some(latency) = latency else {
-            return;
-        };
-        let micros = u64::try_from(latency.as_micros())
-            .unwrap_or(u64::MAX)
-            .clamp(1, MAX_TRACKED_MICROS);
-        if let Ok(mut h) = self.commit_latency.lock() {
-            // In bounds by the clamp above; a failed record would only lose one sample.
-            let _ = h.record(micros);
+        if let Some(latency) = latency {
+            self.commit_latency.record(latency);
         }
+    }
+
+    /// Records how long a lease waited between the claim's reply reaching the dispatcher and
+    /// its vehicle starting on it.
+    pub(crate) fn started(&self, waited: Duration) {
+        self.claim_to_start.record(waited);
     }
 
     /// The counters now.
@@ -200,10 +240,26 @@ impl WorkerStats {
     /// A copy of the commit-latency histogram, in microseconds.
     #[must_use]
     pub fn commit_latency(&self) -> Histogram<u64> {
-        self.commit_latency
-            .lock()
-            .map(|h| h.clone())
-            .unwrap_or_else(|_| new_histogram())
+        self.commit_latency.histogram()
+    }
+
+    /// The exact total of every commit latency recorded.
+    #[must_use]
+    pub fn commit_latency_sum(&self) -> Duration {
+        self.commit_latency.sum()
+    }
+
+    /// A copy of the claim-to-start histogram, in microseconds: for each launched lease, from
+    /// the claim's reply reaching the dispatcher to its vehicle starting on the run.
+    #[must_use]
+    pub fn claim_to_start(&self) -> Histogram<u64> {
+        self.claim_to_start.histogram()
+    }
+
+    /// The exact total of every claim-to-start wait recorded.
+    #[must_use]
+    pub fn claim_to_start_sum(&self) -> Duration {
+        self.claim_to_start.sum()
     }
 }
 
@@ -235,5 +291,19 @@ mod tests {
         let h = merged_latency([&stats]);
         assert_eq!(h.len(), 2);
         assert!(h.value_at_quantile(0.99) >= 3_900);
+        assert_eq!(stats.commit_latency_sum(), Duration::from_millis(6));
+    }
+
+    #[test]
+    fn sums_are_exact_where_the_histogram_clamps() {
+        let stats = WorkerStats::new();
+        stats.started(Duration::from_nanos(300));
+        stats.started(Duration::from_secs(120));
+        let h = stats.claim_to_start();
+        assert_eq!(h.len(), 2);
+        // The histogram clamps both ends (1 µs, 60 s); the sum keeps what was recorded.
+        assert_eq!(h.max(), h.highest_equivalent(MAX_TRACKED_MICROS));
+        assert_eq!(stats.claim_to_start_sum(), Duration::from_secs(120));
+        assert!(stats.commit_latency().is_empty());
     }
 }
