@@ -76,6 +76,13 @@ pub enum RunCommand {
         /// The run id (default: generated).
         #[arg(long)]
         run_id: Option<String>,
+        /// Start many runs from a JSON-lines file, one `{"input": {...}, "run_id": "..."}`
+        /// object per line (`run_id` optional), in batches; prints one line per input line and
+        /// a summary, and exits 1 if any line failed.
+        #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["input", "input_file", "run_id"])]
+        from: Option<PathBuf>,
+        #[command(flatten)]
+        format: Format,
         #[command(flatten)]
         tenant: TenantArg,
     },
@@ -293,10 +300,11 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
             input,
             input_file,
             run_id: explicit,
+            from,
+            format,
             tenant,
         } => {
             let docket = &tenant.scope(docket)?;
-            let input = parse_input(&input_text(input, input_file.as_deref())?)?;
             let graph_id = graph_id(&id)?;
             let graph_ref = match hash {
                 Some(h) => GraphRef {
@@ -306,6 +314,11 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 },
                 None => docket.fetch_latest_graph_ref(&graph_id).await?,
             };
+            if let Some(path) = from {
+                return super::bulk_start::start_from_file(docket, &graph_ref, &path, format.json)
+                    .await;
+            }
+            let input = parse_input(&input_text(input, input_file.as_deref())?)?;
             let options = StartOptions {
                 run_id: explicit.as_deref().map(run_id).transpose()?,
                 ..StartOptions::default()
