@@ -38,9 +38,7 @@ async fn one_by_one(env: &Env<'_>, members: Vec<BatchedInit>) -> Vec<Result<Run,
 /// creation time) that differ between any two stores.
 async fn readable(env: &Env<'_>) -> Vec<(Run, RunInfo, Vec<Event>)> {
     let page = ok(
-        env.store()
-            .list_runs(&Scope::System, &run_query(100))
-            .await,
+        env.store().list_runs(&Scope::System, &run_query(100)).await,
         "list_runs",
     );
     let mut seen = Vec::new();

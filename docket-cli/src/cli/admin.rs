@@ -305,6 +305,13 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
             tenant,
         } => {
             let docket = &tenant.scope(docket)?;
+            // The single run's input is read first, so a bad input is reported before a
+            // graph lookup is made.
+            let single = if from.is_none() {
+                Some(parse_input(&input_text(input, input_file.as_deref())?)?)
+            } else {
+                None
+            };
             let graph_id = graph_id(&id)?;
             let graph_ref = match hash {
                 Some(h) => GraphRef {
@@ -318,7 +325,8 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 return super::bulk_start::start_from_file(docket, &graph_ref, &path, format.json)
                     .await;
             }
-            let input = parse_input(&input_text(input, input_file.as_deref())?)?;
+            // `single` is read whenever `--from` is absent.
+            let input = single.unwrap_or_default();
             let options = StartOptions {
                 run_id: explicit.as_deref().map(run_id).transpose()?,
                 ..StartOptions::default()

@@ -157,7 +157,7 @@ fn parse_line(text: &str) -> Result<(ValueMap, StartOptions), DocketError> {
         }
         Err(error) => {
             return Err(DocketError::InvalidJson {
-                what: "line",
+                what: "jsonl line",
                 error,
             })
         }
