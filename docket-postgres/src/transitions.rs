@@ -11,7 +11,7 @@ use docket_core::model::{Event, OwnerScope, Run, Scope};
 use docket_core::store::rules::events::StoredEvent;
 use docket_core::store::rules::transition::{allowed_from, Commit, Init};
 use docket_core::store::{
-    BatchedCommit, BatchedInit, ClaimedCommit, ClaimedSchedule, InitProposal, Message, StoreError,
+    BatchedCommit, ClaimedCommit, ClaimedSchedule, InitProposal, Message, StoreError,
     UnclaimedCommit,
 };
 use sqlx::Row;
@@ -22,18 +22,6 @@ use crate::codec::{
 use crate::error::{self, EVENT_CONFLICT, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
 use crate::statement::Statement;
 use crate::store::{finish, scope_binds, Finish, PostgresStore};
-
-/// The savepoint each `initialize_batch` member runs under.
-const SAVEPOINT: &str = "SAVEPOINT docket_batch_member";
-/// After a winner: keep its writes, open the next member's savepoint.
-const NEXT_SAVEPOINT: &str = "RELEASE SAVEPOINT docket_batch_member; SAVEPOINT docket_batch_member";
-/// After a refused member: undo it; the savepoint stays for the next member.
-const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT docket_batch_member";
-
-/// Sends `sql` (savepoint control) as one simple query.
-async fn simple(conn: &mut sqlx::PgConnection, sql: &'static str) -> Result<(), sqlx::Error> {
-    sqlx::Executor::execute(conn, sql).await.map(|_| ())
-}
 
 fn bind_events(query: Statement<'_>, arrays: EventArrays) -> Statement<'_> {
     query
@@ -82,7 +70,7 @@ impl PostgresStore {
     /// The `initialize` statement for `init` on `conn`, its refusals classified; `lost`
     /// classifies any other driver error (ambiguous when the statement commits itself, safe
     /// inside a transaction that has not committed).
-    async fn initialize_on(
+    pub(crate) async fn initialize_on(
         &self,
         conn: &mut sqlx::PgConnection,
         owner: &OwnerScope,
@@ -130,84 +118,6 @@ impl PostgresStore {
                 _ => lost(e),
             }),
         }
-    }
-
-    /// `initialize_batch`: the members' `initialize` statements in one transaction, in order
-    /// — one durable commit for the batch — each inside its own savepoint, so a member that
-    /// is refused (graph absent, id taken, also by an earlier member) rolls back alone. Costs
-    /// two round trips per member (the statement, then `ROLLBACK TO` or `RELEASE` with the
-    /// next `SAVEPOINT` in one simple query) plus `BEGIN`, the first `SAVEPOINT` and
-    /// `COMMIT`, all on one connection.
-    ///
-    /// Any infrastructure failure before `COMMIT` rolls the whole transaction back and fails
-    /// every member that passed the stateless checks with that (retryable) error, since
-    /// nothing of theirs was committed; a lost `COMMIT` makes every winner `Ambiguous`.
-    pub(crate) async fn do_initialize_batch(
-        &self,
-        members: Vec<BatchedInit>,
-    ) -> Vec<Result<Run, StoreError>> {
-        let checked: Vec<Result<(OwnerScope, Init), StoreError>> = members
-            .into_iter()
-            .map(|m| Init::new(&m.owner, m.proposal, &m.events).map(|init| (m.owner, init)))
-            .collect();
-        if checked.iter().all(Result::is_err) {
-            // Nothing to send: every member failed its stateless checks.
-            return checked
-                .into_iter()
-                .filter_map(Result::err)
-                .map(Err)
-                .collect();
-        }
-        let fail_all = |checked: Vec<Result<(OwnerScope, Init), StoreError>>, error: StoreError| {
-            checked
-                .into_iter()
-                .map(|m| m.and_then(|_| Err(error.clone())))
-                .collect::<Vec<_>>()
-        };
-        let mut conn = match self.conn().await {
-            Ok(conn) => conn,
-            Err(e) => return fail_all(checked, e),
-        };
-        let mut tx = match self.begin(&mut conn).await {
-            Ok(tx) => tx,
-            Err(e) => return fail_all(checked, e),
-        };
-        // One savepoint stays open ahead of the next member: a refused member rolls back to
-        // it (which keeps it), a winner releases it and opens the next in the same round trip.
-        if let Err(e) = simple(&mut tx, SAVEPOINT).await {
-            let _ = tx.rollback().await;
-            return fail_all(checked, error::safe(e));
-        }
-        let mut outcomes = Vec::with_capacity(checked.len());
-        for member in &checked {
-            let (owner, init) = match member {
-                Ok(member) => member,
-                Err(e) => {
-                    outcomes.push(Err(e.clone()));
-                    continue;
-                }
-            };
-            let outcome = self.initialize_on(&mut tx, owner, init, error::safe).await;
-            let next = if outcome.is_ok() {
-                NEXT_SAVEPOINT
-            } else {
-                ROLLBACK_TO_SAVEPOINT
-            };
-            if let Err(e) = simple(&mut tx, next).await {
-                let _ = tx.rollback().await;
-                return fail_all(checked, error::safe(e));
-            }
-            outcomes.push(outcome);
-        }
-        if let Err(e) = tx.commit().await {
-            let error = error::sent(e);
-            for outcome in &mut outcomes {
-                if outcome.is_ok() {
-                    *outcome = Err(error.clone());
-                }
-            }
-        }
-        outcomes
     }
 
     pub(crate) async fn do_commit_claimed(
