@@ -1085,4 +1085,20 @@ fn run_start_from_a_jsonl_file_starts_more_runs_than_one_batch_holds() {
         &url,
     ]);
     assert_eq!(text(&listed.stdout).matches("\"id\":").count(), count);
+    // A single start answers in the same shape.
+    let single = docket(&[
+        "run",
+        "start",
+        "text",
+        "--run-id",
+        "single",
+        "--json",
+        "--backend",
+        &url,
+    ]);
+    assert!(single.status.success(), "{}", text(&single.stderr));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&text(&single.stdout)).expect("JSON"),
+        serde_json::json!({"run_id": "single"})
+    );
 }

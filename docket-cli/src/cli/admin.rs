@@ -60,7 +60,8 @@ pub enum GraphCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum RunCommand {
-    /// Start a run of the newest (or a given) version of a graph; prints the run id.
+    /// Start a run of the newest (or a given) version of a graph; prints the run id
+    /// (`{"run_id": ...}` with `--json`). `--from FILE.jsonl` starts one run per line.
     Start {
         /// The graph id.
         graph_id: String,
@@ -332,7 +333,11 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 ..StartOptions::default()
             };
             let run = docket.start_run(&graph_ref, input, options).await?;
-            out!("{}", run.id);
+            if format.json {
+                out!("{}", serde_json::json!({"run_id": run.id.as_str()}));
+            } else {
+                out!("{}", run.id);
+            }
         }
         RunCommand::Show {
             run_id: id,
