@@ -79,7 +79,7 @@ pub trait RunStore: Send + Sync + Debug + 'static {
     /// The default initializes the members one by one with [`RunStore::initialize`], so a
     /// store gains nothing from overriding it unless it can share one durable write between
     /// members. `Docket::start_runs` calls it. Each member is decided by
-    /// `rules::transition::Init`; checked by the conformance family `batches`.
+    /// `rules::transition::Init`; checked by the conformance family `bulk_start`.
     ///
     /// # Errors
     /// None for the call itself: each member's outcome carries its own error.
