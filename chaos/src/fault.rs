@@ -34,10 +34,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use docket_core::model::{ClaimToken, Event, OwnerScope, Run, RunId, Scope, Timestamp};
-use docket_core::store::layer::commit_each;
+use docket_core::store::layer::{commit_each, initialize_each};
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit,
-    InitProposal, Message, StoreError, StoreLayer, UnclaimedCommit,
+    AbandonOutcome, AbandonPolicy, Backend, BatchedCommit, BatchedInit, ClaimBatch, ClaimRequest,
+    ClaimedCommit, InitProposal, Message, StoreError, StoreLayer, UnclaimedCommit,
 };
 
 use crate::journal::{kind_name, token_digest, Applied, CommitAttempt, CommitKind, Journal, Reply};
@@ -462,6 +462,11 @@ impl StoreLayer for FaultLayer {
             self.inner.initialize(owner, proposal, events)
         })
         .await
+    }
+
+    async fn initialize_batch(&self, members: Vec<BatchedInit>) -> Vec<Result<Run, StoreError>> {
+        // Each member meets this layer's faults, as a single start would.
+        initialize_each(self, members).await
     }
 
     async fn commit_claimed_batch(

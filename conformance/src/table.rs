@@ -188,6 +188,12 @@ macro_rules! __case_table {
                 members_of_one_run_chain_like_consecutive_calls,
                 an_empty_batch_changes_nothing,
             }
+            bulk_start {
+                a_bulk_start_stores_every_winner_as_initialize_would,
+                losers_in_a_bulk_start_fail_alone_and_write_nothing,
+                a_bulk_start_of_losers_only_changes_nothing,
+                an_empty_bulk_start_changes_nothing,
+            }
             scopes {
                 a_tenants_run_is_visible_to_its_owner_and_the_system_only,
                 a_tenantless_run_is_invisible_to_tenants,

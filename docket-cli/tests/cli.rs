@@ -944,3 +944,161 @@ fn the_ops_commands_show_what_a_session_registered_through_the_library() {
     let dir = tempfile::tempdir().expect("tempdir");
     support::ops::check_the_ops_commands(&sqlite_url(dir.path(), "ops.db"));
 }
+
+/// Publishes the `text` graph (one optional string input `text`) on `url`.
+fn publish_text_graph(dir: &Path, url: &str) {
+    let graph = dir.join("text.json");
+    std::fs::write(
+        &graph,
+        r#"{"schema_version": 1, "id": "text",
+            "inputs": {"text": {"schema": {"type": "string"}}},
+            "nodes": {"a": {"implementation": "std.echo"}},
+            "edges": {"b": {"from": "$start", "to": "a"}, "e": {"from": "a", "to": "$finish"}}}"#,
+    )
+    .expect("write graph");
+    let published = docket(&[
+        "graph",
+        "publish",
+        graph.to_str().expect("path"),
+        "--backend",
+        url,
+    ]);
+    assert!(published.status.success(), "{}", text(&published.stderr));
+}
+
+#[test]
+fn run_start_from_a_jsonl_file_reports_each_line_and_a_bad_line_fails_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = sqlite_url(dir.path(), "bulk.db");
+    publish_text_graph(dir.path(), &url);
+    let lines = dir.path().join("runs.jsonl");
+    std::fs::write(
+        &lines,
+        [
+            r#"{"input": {"text": "first"}, "run_id": "bulk-a"}"#,
+            r"this is not JSON",
+            r#"{"input": {"text": 5}}"#,
+            "",
+            r#"{"input": {"text": "second"}, "run_id": "bulk-a"}"#,
+            r#"{"input": {"text": "third"}}"#,
+            r#"{"run_id": "bulk-b", "inptu": {}}"#,
+        ]
+        .join("\n"),
+    )
+    .expect("write lines");
+    let out = docket(&[
+        "run",
+        "start",
+        "text",
+        "--from",
+        lines.to_str().expect("path"),
+        "--backend",
+        &url,
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed line fails the command: {stdout}"
+    );
+    let printed: Vec<&str> = stdout.lines().collect();
+    assert_eq!(printed.len(), 7, "six lines and a summary: {stdout}");
+    assert_eq!(printed[0], "line 1: bulk-a");
+    assert!(
+        printed[1].starts_with("line 2: error (invalid_json)"),
+        "{stdout}"
+    );
+    assert!(
+        printed[2].starts_with("line 3: error (invalid_input)"),
+        "{stdout}"
+    );
+    assert!(
+        printed[3].starts_with("line 5: error (storage)"),
+        "{stdout}"
+    );
+    assert!(printed[3].contains("conflict"), "{stdout}");
+    let generated = printed[4].strip_prefix("line 6: ").expect("line 6 started");
+    assert!(
+        printed[5].starts_with("line 7: error (invalid_options)"),
+        "{stdout}"
+    );
+    assert!(
+        printed[5].contains("inptu"),
+        "the unknown key is named: {stdout}"
+    );
+    assert_eq!(printed[6], "2 started, 4 failed, 6 lines");
+    // The first `bulk-a` kept its input; the repeated id changed nothing.
+    let shown = text(&docket(&["run", "show", "bulk-a", "--json", "--backend", &url]).stdout);
+    assert!(
+        shown.contains("first") && !shown.contains("second"),
+        "{shown}"
+    );
+    let shown = text(&docket(&["run", "show", generated, "--json", "--backend", &url]).stdout);
+    assert!(shown.contains("third"), "{shown}");
+    assert_eq!(count_listed(&url, "running"), 2);
+}
+
+#[test]
+fn run_start_from_a_jsonl_file_starts_more_runs_than_one_batch_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = sqlite_url(dir.path(), "bulk-json.db");
+    publish_text_graph(dir.path(), &url);
+    // More than two batches of `START_BATCH_LIMIT` (500).
+    let count = 1_203;
+    let lines = dir.path().join("many.jsonl");
+    let body: Vec<String> = (0..count)
+        .map(|i| format!(r#"{{"input": {{"text": "t{i}"}}, "run_id": "many-{i}"}}"#))
+        .collect();
+    std::fs::write(&lines, body.join("\n")).expect("write lines");
+    let out = docket(&[
+        "run",
+        "start",
+        "text",
+        "--from",
+        lines.to_str().expect("path"),
+        "--json",
+        "--backend",
+        &url,
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every printed line is JSON"))
+        .collect();
+    assert_eq!(printed.len(), count + 1);
+    for (i, line) in printed[..count].iter().enumerate() {
+        assert_eq!(line["line"], i + 1, "{line}");
+        assert_eq!(line["run_id"], format!("many-{i}"), "{line}");
+    }
+    assert_eq!(
+        printed[count],
+        serde_json::json!({"summary": {"started": count, "failed": 0}})
+    );
+    let listed = docket(&[
+        "run",
+        "list",
+        "--json",
+        "--limit",
+        "5000",
+        "--backend",
+        &url,
+    ]);
+    assert_eq!(text(&listed.stdout).matches("\"id\":").count(), count);
+    // A single start answers in the same shape.
+    let single = docket(&[
+        "run",
+        "start",
+        "text",
+        "--run-id",
+        "single",
+        "--json",
+        "--backend",
+        &url,
+    ]);
+    assert!(single.status.success(), "{}", text(&single.stderr));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&text(&single.stdout)).expect("JSON"),
+        serde_json::json!({"run_id": "single"})
+    );
+}

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod bulk;
 mod claims;
 mod codec;
 mod error;

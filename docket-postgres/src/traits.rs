@@ -8,9 +8,9 @@ use docket_core::model::{
     Timestamp,
 };
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit,
-    GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, TenantShare,
-    UnclaimedCommit, Wakeups,
+    AbandonOutcome, AbandonPolicy, BatchedCommit, BatchedInit, ClaimBatch, ClaimRequest,
+    ClaimedCommit, GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError,
+    TenantShare, UnclaimedCommit, Wakeups,
 };
 
 use docket_core::ops::OpsLifecycleRegistry;
@@ -29,6 +29,10 @@ impl RunStore for PostgresStore {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         self.do_initialize(owner, proposal, events).await
+    }
+
+    async fn initialize_batch(&self, members: Vec<BatchedInit>) -> Vec<Result<Run, StoreError>> {
+        self.do_initialize_batch(members).await
     }
 
     async fn commit_claimed(

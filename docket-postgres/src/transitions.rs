@@ -61,6 +61,22 @@ impl PostgresStore {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         let init = Init::new(owner, proposal, &events)?;
+        let mut conn = self.conn().await?;
+        // Outside a transaction the statement commits itself: a lost answer is ambiguous.
+        self.initialize_on(&mut conn, owner, &init, error::sent)
+            .await
+    }
+
+    /// The `initialize` statement for `init` on `conn`, its refusals classified; `lost`
+    /// classifies any other driver error (ambiguous when the statement commits itself, safe
+    /// inside a transaction that has not committed).
+    pub(crate) async fn initialize_on(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        owner: &OwnerScope,
+        init: &Init,
+        lost: fn(sqlx::Error) -> StoreError,
+    ) -> Result<Run, StoreError> {
         let run = init.run().clone();
         let columns = codec::encode_run(&run)?;
         let arrays = codec::encode_events(init.events())?;
@@ -86,8 +102,7 @@ impl PostgresStore {
             .bind(ops.wake_at)
             .bind(now);
         let query = bind_events(query, arrays).bind(notify).bind(self.schema());
-        let mut conn = self.conn().await?;
-        match query.fetch_one(&mut conn).await {
+        match query.fetch_one(conn).await {
             Ok(row) => {
                 let inserted: i64 = row.try_get("inserted").map_err(error::safe)?;
                 if inserted == 1 {
@@ -100,7 +115,7 @@ impl PostgresStore {
                 Some(UNIQUE_VIOLATION) => StoreError::Conflict,
                 // The graph was deleted between the statement's snapshot and its FK check.
                 Some(FOREIGN_KEY_VIOLATION) => StoreError::NotFound,
-                _ => error::sent(e),
+                _ => lost(e),
             }),
         }
     }

@@ -13,9 +13,9 @@ use docket_core::model::{
 };
 use docket_core::ops::OpsLifecycleRegistry;
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit,
-    GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, TenantShare,
-    UnclaimedCommit, Wakeups,
+    AbandonOutcome, AbandonPolicy, BatchedCommit, BatchedInit, ClaimBatch, ClaimRequest,
+    ClaimedCommit, GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError,
+    TenantShare, UnclaimedCommit, Wakeups,
 };
 
 use crate::store::RedisStore;
@@ -29,6 +29,10 @@ impl RunStore for RedisStore {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         self.do_initialize(owner, proposal, events).await
+    }
+
+    async fn initialize_batch(&self, members: Vec<BatchedInit>) -> Vec<Result<Run, StoreError>> {
+        self.do_initialize_batch(members).await
     }
 
     async fn commit_claimed(

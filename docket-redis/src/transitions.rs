@@ -9,7 +9,7 @@
 use docket_core::model::{Event, OperationalState, OwnerScope, Run, RunStatus, Scope, Timestamp};
 use docket_core::store::rules::transition::{self, Commit, Init};
 use docket_core::store::{
-    BatchedCommit, ClaimedCommit, InitProposal, Message, StoreError, UnclaimedCommit,
+    BatchedCommit, BatchedInit, ClaimedCommit, InitProposal, Message, StoreError, UnclaimedCommit,
 };
 
 use crate::codec::{encode_event, encode_run};
@@ -109,7 +109,69 @@ impl RedisStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let init = Init::new(owner, proposal, &events)?;
+        let call = self.init_call(owner, proposal, &events)?;
+        let reply = self
+            .script(
+                &self.scripts().initialize,
+                &call.keys,
+                &call.args,
+                Access::Write,
+            )
+            .await?;
+        expect_ok(&reply)?;
+        Ok(call.run)
+    }
+
+    /// `initialize_batch`: every member's `initialize` script in one pipeline, in order —
+    /// one round trip for the batch. Each script is atomic on its own, so a member that is
+    /// refused (graph absent, run id taken, also by an earlier member) writes nothing and its
+    /// neighbours are unaffected; a lost reply makes the members without an answer
+    /// `Ambiguous`, as for a single call.
+    pub(crate) async fn do_initialize_batch(
+        &self,
+        members: Vec<BatchedInit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        // The stateless checks run first; a member they refuse is never sent.
+        let calls: Vec<Result<InitCall, StoreError>> = members
+            .into_iter()
+            .map(|m| self.init_call(&m.owner, m.proposal, &m.events))
+            .collect();
+        let sent: Vec<(&[String], &[Vec<u8>])> = calls
+            .iter()
+            .flatten()
+            .map(|call| (call.keys.as_slice(), call.args.as_slice()))
+            .collect();
+        let mut replies = if sent.is_empty() {
+            Vec::new()
+        } else {
+            self.runner()
+                .run_pipelined(&self.scripts().initialize, &sent, Access::Write)
+                .await
+        }
+        .into_iter();
+        calls
+            .into_iter()
+            .map(|call| {
+                let call = call?;
+                let reply = replies.next().unwrap_or_else(|| {
+                    Err(StoreError::ambiguous(Message(
+                        "the pipeline answered fewer replies than it was sent".into(),
+                    )))
+                })?;
+                expect_ok(&reply)?;
+                Ok(call.run)
+            })
+            .collect()
+    }
+
+    /// An `initialize` ready to send: the run, the script's keys and its arguments.
+    fn init_call(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: &[Event],
+    ) -> Result<InitCall, StoreError> {
+        let init = Init::new(owner, proposal, events)?;
         let run = init.run();
         let wake_at = init.initial_state().wake_at;
         let k = self.keys();
@@ -145,11 +207,11 @@ impl RedisStore {
             .set("notify", due(wake_at, init.now()));
         let mut args = vec![params.into_arg()];
         args.extend(document_and_events(run, init.events())?);
-        let reply = self
-            .script(&self.scripts().initialize, &keys, &args, Access::Write)
-            .await?;
-        expect_ok(&reply)?;
-        Ok(init.run().clone())
+        Ok(InitCall {
+            run: init.run().clone(),
+            keys,
+            args,
+        })
     }
 
     pub(crate) async fn do_commit_claimed(
@@ -274,6 +336,13 @@ impl RedisStore {
         args.extend(document_and_events(run, commit.events())?);
         Ok((self.commit_keys(run), args))
     }
+}
+
+/// An `initialize` script call, kept with its run until the reply comes back.
+struct InitCall {
+    run: Run,
+    keys: Vec<String>,
+    args: Vec<Vec<u8>>,
 }
 
 /// A claimed commit's script call, kept with its proposal until the reply comes back.

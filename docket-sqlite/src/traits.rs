@@ -20,9 +20,9 @@ use docket_core::store::rules::queries::{
 };
 use docket_core::store::rules::transition::{Commit, Init, Planned};
 use docket_core::store::{
-    AbandonOutcome, AbandonPolicy, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit,
-    GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError, TenantShare,
-    UnclaimedCommit, Wakeups,
+    AbandonOutcome, AbandonPolicy, BatchedCommit, BatchedInit, ClaimBatch, ClaimRequest,
+    ClaimedCommit, GraphStore, InitProposal, PrunePolicy, PruneReport, RunStore, StoreError,
+    TenantShare, UnclaimedCommit, Wakeups,
 };
 
 use crate::sql::{immediate, snapshot};
@@ -65,6 +65,31 @@ impl RunStore for SqliteStore {
             .write(move |conn| immediate(conn, |tx| transitions::initialize(tx, &owner, init)))
             .await?;
         Ok(self.finish(planned))
+    }
+
+    async fn initialize_batch(&self, members: Vec<BatchedInit>) -> Vec<Result<Run, StoreError>> {
+        if members.is_empty() {
+            return Vec::new();
+        }
+        let count = members.len();
+        // The stateless checks run here, on the caller's task, as for a single start.
+        let members: Vec<transitions::InitMember> = members
+            .into_iter()
+            .map(|m| Init::new(&m.owner, m.proposal, &m.events).map(|init| (m.owner, init)))
+            .collect();
+        let outcomes = self
+            .inner
+            .workers
+            .write(move |conn| Ok(transitions::initialize_batch(conn, members)))
+            .await;
+        match outcomes {
+            Ok(outcomes) => outcomes
+                .into_iter()
+                .map(|outcome| outcome.map(|planned| self.finish(planned)))
+                .collect(),
+            // The writer never ran the job (closed or gone): nothing was written.
+            Err(error) => (0..count).map(|_| Err(error.clone())).collect(),
+        }
     }
 
     async fn commit_claimed(

@@ -83,6 +83,34 @@ pub(crate) fn commit_batch(
     conn: &mut Connection,
     members: Vec<BatchMember>,
 ) -> Vec<Result<Planned, StoreError>> {
+    in_one_transaction(conn, members, |member, (scope, proposal)| {
+        commit(member, &scope, proposal)
+    })
+}
+
+/// One member of an `initialize` batch as the writer gets it: its stateless checks' verdict,
+/// or its owner and kernel proposal.
+pub(crate) type InitMember = Result<(OwnerScope, Init), StoreError>;
+
+/// `initialize_batch`: every member in one `BEGIN IMMEDIATE` transaction, each inside its own
+/// savepoint, exactly as [`commit_batch`]. Members run in order, so a second member with the
+/// run id of an earlier winner finds the id taken (`Conflict`).
+pub(crate) fn initialize_batch(
+    conn: &mut Connection,
+    members: Vec<InitMember>,
+) -> Vec<Result<Planned, StoreError>> {
+    in_one_transaction(conn, members, |member, (owner, init)| {
+        initialize(member, &owner, init)
+    })
+}
+
+/// Runs `apply` for each member inside its own savepoint of one immediate transaction; the
+/// outcome rules of [`commit_batch`].
+fn in_one_transaction<T>(
+    conn: &mut Connection,
+    members: Vec<Result<T, StoreError>>,
+    apply: impl Fn(&Connection, T) -> Result<Planned, StoreError>,
+) -> Vec<Result<Planned, StoreError>> {
     let count = members.len();
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
@@ -93,10 +121,10 @@ pub(crate) fn commit_batch(
     };
     let mut outcomes = Vec::with_capacity(count);
     for member in members {
-        let outcome = member.and_then(|(scope, proposal)| {
+        let outcome = member.and_then(|input| {
             let member = tx.savepoint().sql()?;
             // A failed member's savepoint rolls back when dropped.
-            let planned = commit(&member, &scope, proposal)?;
+            let planned = apply(&member, input)?;
             member.commit().sql()?;
             Ok(planned)
         });

@@ -36,6 +36,7 @@ pub mod nodes;
 
 pub use client::{
     parse_input, AwaitOptions, Docket, DocketBuilder, Publication, StartOptions, TestingMode,
+    START_BATCH_LIMIT,
 };
 pub use connect::{connect_backend, BackendUrl};
 pub use docket_core as core;

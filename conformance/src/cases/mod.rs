@@ -7,6 +7,7 @@ mod prelude;
 
 pub mod bad_input;
 pub mod batches;
+pub mod bulk_start;
 pub mod claims;
 pub mod drains;
 pub mod events;

@@ -60,7 +60,8 @@ pub enum GraphCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum RunCommand {
-    /// Start a run of the newest (or a given) version of a graph; prints the run id.
+    /// Start a run of the newest (or a given) version of a graph; prints the run id
+    /// (`{"run_id": ...}` with `--json`). `--from FILE.jsonl` starts one run per line.
     Start {
         /// The graph id.
         graph_id: String,
@@ -76,6 +77,13 @@ pub enum RunCommand {
         /// The run id (default: generated).
         #[arg(long)]
         run_id: Option<String>,
+        /// Start many runs from a JSON-lines file, one `{"input": {...}, "run_id": "..."}`
+        /// object per line (`run_id` optional), in batches; prints one line per input line and
+        /// a summary, and exits 1 if any line failed.
+        #[arg(long, value_name = "FILE.jsonl", conflicts_with_all = ["input", "input_file", "run_id"])]
+        from: Option<PathBuf>,
+        #[command(flatten)]
+        format: Format,
         #[command(flatten)]
         tenant: TenantArg,
     },
@@ -293,10 +301,18 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
             input,
             input_file,
             run_id: explicit,
+            from,
+            format,
             tenant,
         } => {
             let docket = &tenant.scope(docket)?;
-            let input = parse_input(&input_text(input, input_file.as_deref())?)?;
+            // The single run's input is read first, so a bad input is reported before a
+            // graph lookup is made.
+            let single = if from.is_none() {
+                Some(parse_input(&input_text(input, input_file.as_deref())?)?)
+            } else {
+                None
+            };
             let graph_id = graph_id(&id)?;
             let graph_ref = match hash {
                 Some(h) => GraphRef {
@@ -306,12 +322,22 @@ pub async fn run_command(docket: &Docket, cmd: RunCommand) -> CliResult {
                 },
                 None => docket.fetch_latest_graph_ref(&graph_id).await?,
             };
+            if let Some(path) = from {
+                return super::bulk_start::start_from_file(docket, &graph_ref, &path, format.json)
+                    .await;
+            }
+            // `single` is read whenever `--from` is absent.
+            let input = single.unwrap_or_default();
             let options = StartOptions {
                 run_id: explicit.as_deref().map(run_id).transpose()?,
                 ..StartOptions::default()
             };
             let run = docket.start_run(&graph_ref, input, options).await?;
-            out!("{}", run.id);
+            if format.json {
+                out!("{}", serde_json::json!({"run_id": run.id.as_str()}));
+            } else {
+                out!("{}", run.id);
+            }
         }
         RunCommand::Show {
             run_id: id,

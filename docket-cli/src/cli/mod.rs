@@ -5,6 +5,7 @@ pub mod output;
 
 mod admin;
 mod bench;
+mod bulk_start;
 mod conformance;
 mod demo;
 mod json;

@@ -16,6 +16,7 @@
 //! The disposition-to-schedule mapping itself is [`crate::runtime::Disposition::claimed_schedule`]
 //! and [`crate::runtime::Disposition::unclaimed_wake`]; this module is where it is applied.
 
+mod bulk;
 mod composer;
 mod error;
 mod observer;

@@ -16,7 +16,7 @@ pub use claim::{
 };
 pub use error::{Message, SourceError, StoreError, StoreErrorKind};
 pub use layer::{Layered, StoreLayer};
-pub use proposal::{BatchedCommit, ClaimedCommit, InitProposal, UnclaimedCommit};
+pub use proposal::{BatchedCommit, BatchedInit, ClaimedCommit, InitProposal, UnclaimedCommit};
 pub use prune::{PrunePolicy, PruneReport, KEEP_GRAPH_VERSIONS};
 pub use schedule::{ClaimedSchedule, ReleaseWake};
 pub use traits::{Backend, GraphStore, RunStore, Wakeups};

@@ -1,6 +1,6 @@
 //! The data-only proposals of the three transitions (`docs/storage-contract.md`, “Transitions”).
 
-use crate::model::{CheckpointType, ClaimToken, Event, Run, Scope, Timestamp};
+use crate::model::{CheckpointType, ClaimToken, Event, OwnerScope, Run, Scope, Timestamp};
 
 use super::schedule::{ClaimedSchedule, ReleaseWake};
 
@@ -15,6 +15,18 @@ pub struct InitProposal {
     pub wake_at: Timestamp,
     /// The caller's clock (event `inserted_at`).
     pub now: Timestamp,
+}
+
+/// One member of [`crate::store::RunStore::initialize_batch`]: an `initialize` proposal with
+/// the owner it is made for and the events it appends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchedInit {
+    /// The owner the run is created for (the graph must exist in this scope).
+    pub owner: OwnerScope,
+    /// The initialized run.
+    pub proposal: InitProposal,
+    /// The `run_initialized` moment's events, as for `initialize`.
+    pub events: Vec<Event>,
 }
 
 /// `commit_claimed`: a fenced commit by the current claim holder.

@@ -32,7 +32,7 @@ use crate::ops::OpsLifecycleRegistry;
 
 use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, TenantShare};
 use super::error::StoreError;
-use super::proposal::{BatchedCommit, ClaimedCommit, InitProposal, UnclaimedCommit};
+use super::proposal::{BatchedCommit, BatchedInit, ClaimedCommit, InitProposal, UnclaimedCommit};
 use super::prune::{PrunePolicy, PruneReport};
 
 /// A stream of "something may have become due" hints. Polling stays the correctness
@@ -62,6 +62,43 @@ pub trait RunStore: Send + Sync + Debug + 'static {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError>;
+
+    /// Initializes several runs as one batch — for a store, one transaction where it can —
+    /// while every member is decided on its own.
+    ///
+    /// The answer has one outcome per member, in order, and each is exactly what
+    /// [`RunStore::initialize`] would have answered for that member had the members been
+    /// initialized one after another in order. In particular, when two members carry the same
+    /// run id, the first is decided normally and the second is `Conflict` (the id is taken by
+    /// then). A member that fails — malformed, graph absent, run id taken — fails alone: it
+    /// writes nothing, and never changes or reorders its neighbours' outcomes. When the batch
+    /// fails as a whole before its outcome is known (a connection lost during the final
+    /// commit), every member that may have landed is `Ambiguous`; the caller resolves it by
+    /// re-reading the run, as for a single `initialize`.
+    ///
+    /// The default initializes the members one by one with [`RunStore::initialize`], so a
+    /// store gains nothing from overriding it unless it can share one durable write between
+    /// members. `Docket::start_runs` calls it. Each member is decided by
+    /// `rules::transition::Init`; checked by the conformance family `bulk_start`.
+    ///
+    /// # Errors
+    /// None for the call itself: each member's outcome carries its own error.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe, like every write: a dropped batch may have committed any prefix of
+    /// its winners.
+    async fn initialize_batch(&self, members: Vec<BatchedInit>) -> Vec<Result<Run, StoreError>> {
+        let mut outcomes = Vec::with_capacity(members.len());
+        for BatchedInit {
+            owner,
+            proposal,
+            events,
+        } in members
+        {
+            outcomes.push(self.initialize(&owner, proposal, events).await);
+        }
+        outcomes
+    }
 
     /// Commits a moment under the double fence (claim token + `expected_seq`), atomically
     /// with its events and schedule; resets claim attempts, abandons and poison.

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 
 use docket_core::memory::MemoryStore;
 use docket_core::model::{Event, Run, RunId, Scope};
-use docket_core::store::layer::commit_each;
+use docket_core::store::layer::{commit_each, initialize_each};
 use docket_core::store::{
     Backend, BatchedCommit, ClaimedCommit, InitProposal, Layered, ReleaseWake, RunStore,
     StoreError, StoreLayer, UnclaimedCommit,
@@ -81,6 +81,13 @@ impl StoreLayer for Scripted {
     ) -> Result<Run, StoreError> {
         self.initializes.fetch_add(1, Ordering::SeqCst);
         self.inner.initialize(owner, proposal, events).await
+    }
+
+    async fn initialize_batch(
+        &self,
+        members: Vec<docket_core::store::BatchedInit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        initialize_each(self, members).await
     }
 
     async fn commit_claimed_batch(

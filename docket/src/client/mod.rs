@@ -5,6 +5,7 @@
 //! tenant. The facade never accepts the system scope: only the engine (claims, vehicles,
 //! recovery) works across owners. Handles are cheap to clone and share one engine.
 
+mod bulk;
 mod drain;
 mod events;
 mod graphs;
@@ -29,6 +30,7 @@ use crate::engine::{
 };
 use crate::error::DocketError;
 
+pub use bulk::START_BATCH_LIMIT;
 pub use graphs::Publication;
 pub use input::parse_input;
 pub use runs::AwaitOptions;

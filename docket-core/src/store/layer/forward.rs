@@ -12,7 +12,9 @@ use crate::model::{
 use crate::ops::OpsLifecycleRegistry;
 use crate::store::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, TenantShare};
 use crate::store::error::StoreError;
-use crate::store::proposal::{BatchedCommit, ClaimedCommit, InitProposal, UnclaimedCommit};
+use crate::store::proposal::{
+    BatchedCommit, BatchedInit, ClaimedCommit, InitProposal, UnclaimedCommit,
+};
 use crate::store::prune::{PrunePolicy, PruneReport};
 use crate::store::traits::{GraphStore, RunStore, Wakeups};
 
@@ -27,6 +29,10 @@ impl<L: StoreLayer> RunStore for Layered<L> {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         StoreLayer::initialize(&self.0, owner, proposal, events).await
+    }
+
+    async fn initialize_batch(&self, members: Vec<BatchedInit>) -> Vec<Result<Run, StoreError>> {
+        StoreLayer::initialize_batch(&self.0, members).await
     }
 
     async fn commit_claimed(

@@ -65,7 +65,7 @@ use crate::model::{
 
 use super::claim::{AbandonOutcome, AbandonPolicy, ClaimBatch, ClaimRequest, TenantShare};
 use super::error::StoreError;
-use super::proposal::{BatchedCommit, ClaimedCommit, InitProposal, UnclaimedCommit};
+use super::proposal::{BatchedCommit, BatchedInit, ClaimedCommit, InitProposal, UnclaimedCommit};
 use super::prune::{PrunePolicy, PruneReport};
 use super::traits::{Backend, Wakeups};
 #[cfg(doc)]
@@ -96,6 +96,26 @@ pub async fn commit_each<L: StoreLayer + ?Sized>(
     }
     outcomes
 }
+
+/// Initializes `members` one by one through `layer`'s own [`StoreLayer::initialize`]: the
+/// [`StoreLayer::initialize_batch`] of a layer that intercepts `initialize`, so that batched
+/// starts meet its interception too.
+pub async fn initialize_each<L: StoreLayer + ?Sized>(
+    layer: &L,
+    members: Vec<BatchedInit>,
+) -> Vec<Result<Run, StoreError>> {
+    let mut outcomes = Vec::with_capacity(members.len());
+    for BatchedInit {
+        owner,
+        proposal,
+        events,
+    } in members
+    {
+        outcomes.push(layer.initialize(&owner, proposal, events).await);
+    }
+    outcomes
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -121,6 +141,17 @@ pub trait StoreLayer: Send + Sync + Debug + 'static {
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
         self.inner().initialize(owner, proposal, events).await
+    }
+
+    /// See [`RunStore::initialize_batch`]. The default hands the whole batch to the inner
+    /// store, so batching survives layering; a layer that overrides
+    /// [`StoreLayer::initialize`] must override this too (with [`initialize_each`]), or
+    /// batched starts pass it by.
+    ///
+    /// # Errors
+    /// As the inner store's.
+    async fn initialize_batch(&self, members: Vec<BatchedInit>) -> Vec<Result<Run, StoreError>> {
+        self.inner().initialize_batch(members).await
     }
 
     /// See [`RunStore::commit_claimed`].
