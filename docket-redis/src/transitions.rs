@@ -132,36 +132,11 @@ impl RedisStore {
         members: Vec<BatchedInit>,
     ) -> Vec<Result<Run, StoreError>> {
         // The stateless checks run first; a member they refuse is never sent.
-        let calls: Vec<Result<InitCall, StoreError>> = members
+        let calls: Vec<Result<ScriptCall, StoreError>> = members
             .into_iter()
             .map(|m| self.init_call(&m.owner, m.proposal, &m.events))
             .collect();
-        let sent: Vec<(&[String], &[Vec<u8>])> = calls
-            .iter()
-            .flatten()
-            .map(|call| (call.keys.as_slice(), call.args.as_slice()))
-            .collect();
-        let mut replies = if sent.is_empty() {
-            Vec::new()
-        } else {
-            self.runner()
-                .run_pipelined(&self.scripts().initialize, &sent, Access::Write)
-                .await
-        }
-        .into_iter();
-        calls
-            .into_iter()
-            .map(|call| {
-                let call = call?;
-                let reply = replies.next().unwrap_or_else(|| {
-                    Err(StoreError::ambiguous(Message(
-                        "the pipeline answered fewer replies than it was sent".into(),
-                    )))
-                })?;
-                expect_ok(&reply)?;
-                Ok(call.run)
-            })
-            .collect()
+        self.run_batch(&self.scripts().initialize, calls).await
     }
 
     /// An `initialize` ready to send: the run, the script's keys and its arguments.
@@ -170,7 +145,7 @@ impl RedisStore {
         owner: &OwnerScope,
         proposal: InitProposal,
         events: &[Event],
-    ) -> Result<InitCall, StoreError> {
+    ) -> Result<ScriptCall, StoreError> {
         let init = Init::new(owner, proposal, events)?;
         let run = init.run();
         let wake_at = init.initial_state().wake_at;
@@ -207,7 +182,7 @@ impl RedisStore {
             .set("notify", due(wake_at, init.now()));
         let mut args = vec![params.into_arg()];
         args.extend(document_and_events(run, init.events())?);
-        Ok(InitCall {
+        Ok(ScriptCall {
             run: init.run().clone(),
             keys,
             args,
@@ -235,10 +210,21 @@ impl RedisStore {
         commits: Vec<BatchedCommit>,
     ) -> Vec<Result<Run, StoreError>> {
         // The stateless checks run first; a member they refuse is never sent.
-        let calls: Vec<Result<CommitCall, StoreError>> = commits
+        let calls: Vec<Result<ScriptCall, StoreError>> = commits
             .into_iter()
             .map(|c| self.claimed_call(&c.scope, c.proposal, &c.events))
             .collect();
+        self.run_batch(&self.scripts().commit_claimed, calls).await
+    }
+
+    /// Sends the calls the stateless checks passed through `script` in one pipeline, in
+    /// order, and answers each member: its refusal, its script's refusal, its run, or
+    /// `Ambiguous` when the pipeline answered fewer replies than it was sent.
+    async fn run_batch(
+        &self,
+        script: &redis::Script,
+        calls: Vec<Result<ScriptCall, StoreError>>,
+    ) -> Vec<Result<Run, StoreError>> {
         let sent: Vec<(&[String], &[Vec<u8>])> = calls
             .iter()
             .flatten()
@@ -248,7 +234,7 @@ impl RedisStore {
             Vec::new()
         } else {
             self.runner()
-                .run_pipelined(&self.scripts().commit_claimed, &sent, Access::Write)
+                .run_pipelined(script, &sent, Access::Write)
                 .await
         }
         .into_iter();
@@ -262,7 +248,7 @@ impl RedisStore {
                     )))
                 })?;
                 expect_ok(&reply)?;
-                Ok(call.commit.run().clone())
+                Ok(call.run)
             })
             .collect()
     }
@@ -273,11 +259,15 @@ impl RedisStore {
         scope: &Scope,
         proposal: ClaimedCommit,
         events: &[Event],
-    ) -> Result<CommitCall, StoreError> {
+    ) -> Result<ScriptCall, StoreError> {
         let commit = Commit::claimed(proposal, events)?;
         let params = self.claimed_params(scope, &commit);
         let (keys, args) = self.commit_call(params, &commit)?;
-        Ok(CommitCall { commit, keys, args })
+        Ok(ScriptCall {
+            run: commit.run().clone(),
+            keys,
+            args,
+        })
     }
 
     /// The parameters of the claimed-commit script: the proposed run and the presented token.
@@ -338,16 +328,10 @@ impl RedisStore {
     }
 }
 
-/// An `initialize` script call, kept with its run until the reply comes back.
-struct InitCall {
+/// One member's script call in a batch (`initialize` or a claimed commit), kept with the run
+/// it answers when its script accepts it.
+struct ScriptCall {
     run: Run,
-    keys: Vec<String>,
-    args: Vec<Vec<u8>>,
-}
-
-/// A claimed commit's script call, kept with its proposal until the reply comes back.
-struct CommitCall {
-    commit: Commit,
     keys: Vec<String>,
     args: Vec<Vec<u8>>,
 }
