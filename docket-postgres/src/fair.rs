@@ -1,15 +1,20 @@
 //! Tenant-fair claiming (`docs/claim-order.md`, “Tenant-fair claiming”): the statements of a
 //! `ClaimPolicy::TenantFair` claim and of the stored tenant shares.
 //!
-//! The fair claim is one call of `docket_claim_fair` (schema version 4, `sql/v4.sql`): one
-//! statement, one round trip, one transaction, sent like every other statement (prepared, or
-//! through `docket_prepare` behind a transaction pooler). The function locks the one cursor
-//! row first, so fair claims on one store run one after another: each reads the cursor its
-//! predecessor wrote and counts the caps from its predecessor's committed claims (PL/pgSQL
-//! takes a new snapshot per statement in a VOLATILE function, so a claimer that waited for the
-//! lock does not count from the view it had before waiting). The selection, the caps' counts,
-//! the leases and the cursor update are that one transaction. `Oldest` claims never touch the
-//! cursor and keep their own statement.
+//! The fair claim is one call of `docket_claim_fair` (schema version 5, `sql/v5.sql`; version 4
+//! introduced it): one statement, one round trip, one transaction, sent like every other
+//! statement (prepared, or through `docket_prepare` behind a transaction pooler). Fair claims
+//! run side by side: each selects from its own snapshot in the order of
+//! `rules::tenant_fair`, locks per owner as many due runs as the selection gives that owner
+//! (reading past runs racing claims hold, like an `Oldest` claim), and locks the cursor row
+//! only to write it, without waiting for a racing claim that holds it. Claims that meet a
+//! capped owner lock the cursor row there and select again under it, so capped owners are
+//! leased one claim at a time and each counts the caps from its predecessor's committed claims
+//! (PL/pgSQL takes a new snapshot per statement in a VOLATILE function). Run one at a time,
+//! fair claims select exactly what the rule selects; racing, each takes the next runs in line
+//! of the owners the rule gives its turn to. A claim of one run in a store without caps goes
+//! through `docket_claim_fair_one`, a few index probes instead of the walk and the ranking.
+//! `Oldest` claims never touch the cursor and keep their own statement.
 
 use docket_core::model::TenantId;
 use docket_core::store::{StoreError, TenantShare};

@@ -20,7 +20,7 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 4;
+pub const LATEST_VERSION: i32 = 5;
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -42,6 +42,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 4,
         description: "tenant-fair claiming: admission marker, tenant shares, claim cursor",
         sql: include_str!("sql/v4.sql"),
+    },
+    Migration {
+        version: 5,
+        description: "tenant-fair claims that lock the cursor only to write it",
+        sql: include_str!("sql/v5.sql"),
     },
 ];
 
