@@ -28,12 +28,24 @@
 -- them. Then [oldest expired] ++ ready by rank ++ [other expired], cut to `limit`; with
 -- limit 1 and a "ready" preference the first ready candidate when there is one. The cursor
 -- becomes the owner and `taken` of the last ready candidate selected.
+--
+-- Cost (this runs once per claim, beside the cheaper oldest-first script): one call per
+-- visited owner for its runs, one per batch of owners for the list and one for their shares.
+-- Nothing is sorted: the ranks are produced in order, round by round over the owners in visit
+-- order, and no more runs are read from an owner than can still be selected, namely while
+-- (the owner's runs before it) + (runs already read that rank before it) < limit; every run
+-- not read has `limit` read runs ranking before it, so the selection is the same as over
+-- every due run. When the cursor's owner has used up its round (offset = weight), all its
+-- runs rank after round 0: it keeps visit position 1 but is read only after the walk, and
+-- only when round 0 did not fill the claim (it is not visited otherwise, so it is not
+-- dropped from KEYS[4] by that claim even if its set emptied; a later visit drops it).
 -- The checks and writes that follow are lua/claim_apply.lua, appended when loading.
 
 local limit = tonumber(P.limit)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. P.cutoff, 'LIMIT', 0, limit)
 
 local U32_MAX = 4294967295
+local floor, min = math.floor, math.min
 
 -- A positive decimal u32, or nil.
 local function positive(text)
@@ -56,144 +68,207 @@ if stored[1] or stored[2] then
   end
 end
 
--- Weight and cap (nil = none) of an owner; tenantless runs and tenants without a stored
--- share have weight 1 and no cap. Returns nil for a share that does not decode.
-local function share_of(owner)
-  if owner == '' then
-    return 1, nil
-  end
-  local text = redis.call('HGET', KEYS[5], owner)
-  if not text then
-    return 1, nil
-  end
-  local w, c = string.match(text, '^(%d+):(%d*)$')
-  local weight = positive(w)
-  if not weight then
-    return nil
-  end
-  if c == '' then
-    return weight, nil
-  end
-  local cap = positive(c)
-  if not cap then
-    return nil
-  end
-  return weight, cap
-end
+-- Visited owners in visit position order, each {owner, key = its ready set, weight, offset,
+-- ids}; `hist[r]` counts the runs read so far in round r (the read bound below), `r0` is
+-- hist[0]. Tables are few on purpose: this script runs once per claim.
+local visited, nvisited, hist, r0 = {}, 0, {}, 0
+-- Visited owners without any ready run (nil: none): dropped from KEYS[4] after the checks.
+local emptied = nil
+-- The cursor's owner when its round is used up: visit position 1, read after the walk.
+local deferred, deferred_offered = nil, 0
 
--- Runs of an owner claimed right now (expired claims included), as the prelude's claim
--- helpers count them; read only for a capped owner.
-local function claimed_of(owner)
-  return tonumber(redis.call('HGET', KEYS[7], owner)) or 0
-end
-
-local ranked, round0, position = {}, 0, 0
--- Visited owners without any ready run: dropped from KEYS[4] after the checks.
-local emptied = {}
-
--- Offers one owner's candidates; returns an error detail for a share that does not decode.
-local function visit(owner)
-  position = position + 1
-  local weight, cap = share_of(owner)
-  if not weight then
-    return 'the tenant share of ' .. owner .. ' is not "<weight>:<cap>"'
+-- Reads an owner's due runs: at most `offered`, and only while (i - 1) + (read runs ranking
+-- before candidate i) < limit. `later` is set for the cursor's owner read after the walk:
+-- every read run is then at a later visit position, so only lower rounds rank before it.
+local function read(v, offered, later)
+  local weight, offset = v.weight, v.offset
+  local k, before, seen = 0, 0, -1
+  while k < offered do
+    local top = floor((k + offset) / weight)
+    if later then
+      top = top - 1
+    end
+    while seen < top do
+      seen = seen + 1
+      before = before + (hist[seen] or 0)
+    end
+    if k + before >= limit then
+      break
+    end
+    k = k + 1
   end
-  local offered = limit
-  if cap then
-    offered = math.min(offered, cap - claimed_of(owner))
+  local owner = v.owner
+  local key
+  if owner ~= '' and not string.find(owner, '[%%:{}]') then
+    -- ready_of(owner) without the percent-encoding pass, which would change nothing.
+    key = P.prefix .. 'ready_of:t.' .. owner
+  else
+    key = ready_of(owner)
   end
-  if offered <= 0 then
-    return nil
-  end
-  local offset = 0
-  if owner == cur_owner then
-    offset = math.min(cur_taken, weight)
-  end
-  local ids = redis.call('ZRANGEBYSCORE', ready_of(owner), '-inf', P.now, 'LIMIT', 0, offered)
-  if #ids == 0 and redis.call('EXISTS', ready_of(owner)) == 0 then
+  v.key = key
+  local ids = redis.call('ZRANGEBYSCORE', key, '-inf', P.now, 'LIMIT', 0, k)
+  local n = #ids
+  if n == 0 and redis.call('EXISTS', key) == 0 then
+    emptied = emptied or {}
     emptied[#emptied + 1] = owner
   end
-  for i, id in ipairs(ids) do
-    local effective = i + offset
-    local round = math.floor((effective - 1) / weight)
-    if round == 0 then
-      round0 = round0 + 1
-    end
-    ranked[#ranked + 1] = {
-      round = round, position = position, i = i, id = id, owner = owner,
-      taken = (effective - 1) % weight + 1,
-    }
+  for i = 1, n do
+    local round = floor((i + offset - 1) / weight)
+    hist[round] = (hist[round] or 0) + 1
   end
-  return nil
+  r0 = hist[0] or 0
+  v.ids = ids
 end
 
--- Visits the owners of a lex range in byte order, until round 0 holds `limit` candidates.
-local OWNER_BATCH = 64
-local function walk(min, max)
-  while round0 < limit do
-    local owners = redis.call('ZRANGEBYLEX', KEYS[4], min, max, 'LIMIT', 0, OWNER_BATCH)
-    for _, owner in ipairs(owners) do
-      local bad = visit(owner)
-      if bad or round0 >= limit then
-        return bad
-      end
-    end
-    if #owners < OWNER_BATCH then
+-- Visits the owners of a lex range in byte order, until round 0 holds `limit` candidates;
+-- returns an error detail for a share that does not decode. The first batch is small (a
+-- claim usually stops after a few owners); the shares of a batch are read in one call and
+-- decoded only when their owner is visited. Tenantless runs and tenants without a stored
+-- share have weight 1 and no cap.
+local function walk(lo, hi, batch)
+  while r0 < limit do
+    local owners = redis.call('ZRANGEBYLEX', KEYS[4], lo, hi, 'LIMIT', 0, batch)
+    local count = #owners
+    if count == 0 then
       return nil
     end
-    min = '(' .. owners[#owners]
+    local shares = redis.call('HMGET', KEYS[5], unpack(owners))
+    for j = 1, count do
+      local owner, text = owners[j], shares[j]
+      local weight, offered = 1, limit
+      if owner ~= '' and text then
+        local w, c = string.match(text, '^(%d+):(%d*)$')
+        weight = positive(w)
+        local cap = nil
+        if weight and c ~= '' then
+          cap = positive(c)
+          if not cap then
+            weight = nil
+          end
+        end
+        if not weight then
+          return 'the tenant share of ' .. owner .. ' is not "<weight>:<cap>"'
+        end
+        if cap then
+          -- Runs of the owner claimed right now (expired claims included), as the
+          -- prelude's claim helpers count them.
+          offered = min(offered, cap - (tonumber(redis.call('HGET', KEYS[7], owner)) or 0))
+        end
+      end
+      if offered > 0 then
+        local offset = 0
+        if owner == cur_owner then
+          offset = min(cur_taken, weight)
+        end
+        local v = {owner = owner, weight = weight, offset = offset}
+        if offset == weight then
+          -- The cursor's owner with its round used up (see the header).
+          deferred, deferred_offered = v, offered
+        else
+          nvisited = nvisited + 1
+          visited[nvisited] = v
+          read(v, offered, false)
+          if r0 >= limit then
+            return nil
+          end
+        end
+      end
+    end
+    if count < batch then
+      return nil
+    end
+    lo = '(' .. owners[count]
+    batch = 64
   end
   return nil
 end
 
+local first_batch = min(64, limit + 1)
 local bad
 if cur_owner then
-  if redis.call('ZSCORE', KEYS[4], cur_owner) then
-    bad = visit(cur_owner)
-  end
-  bad = bad or walk('(' .. cur_owner, '+') or walk('-', '(' .. cur_owner)
+  -- Inclusive: the cursor's owner comes first when it is listed.
+  bad = walk('[' .. cur_owner, '+', first_batch) or walk('-', '(' .. cur_owner, first_batch)
 else
-  bad = walk('-', '+')
+  bad = walk('-', '+', first_batch)
 end
 if bad then
   return {'corrupt', bad}
 end
-
-table.sort(ranked, function(a, b)
-  if a.round ~= b.round then
-    return a.round < b.round
+if deferred then
+  table.insert(visited, 1, deferred)
+  nvisited = nvisited + 1
+  if r0 < limit then
+    read(deferred, deferred_offered, true)
+  else
+    deferred.ids = {}
   end
-  if a.position ~= b.position then
-    return a.position < b.position
-  end
-  return a.i < b.i
-end)
+end
 
-local sequence = {}
-local function push_ready()
-  for _, r in ipairs(ranked) do
-    if #sequence >= limit then
-      return
+-- The ready candidates selected, in rank order: round by round, each visited owner's runs of
+-- that round in visit order (candidate i of an owner is in round (i + offset - 1) div weight,
+-- so a round is a contiguous slice of its runs). `ready` holds (id, owner record, i) triples.
+-- With an expired candidate in front, one fewer ready candidate fits.
+local room = limit
+if expired[1] and not (limit == 1 and P.preference == 'ready') then
+  room = limit - 1
+end
+local ready, nready = {}, 0
+local active = nvisited
+local round = 0
+while active > 0 and nready < room do
+  active = 0
+  for j = 1, nvisited do
+    local v = visited[j]
+    local ids, weight, offset = v.ids, v.weight, v.offset
+    local n = #ids
+    local last = (round + 1) * weight - offset
+    if last > n then
+      last = n
+    elseif last < n then
+      active = active + 1
     end
-    sequence[#sequence + 1] = {class = 'ready', id = r.id, owner = r.owner, taken = r.taken}
+    local i = round * weight - offset + 1
+    if i < 1 then
+      i = 1
+    end
+    while i <= last and nready < room do
+      ready[3 * nready + 1], ready[3 * nready + 2], ready[3 * nready + 3] = ids[i], v, i
+      nready = nready + 1
+      i = i + 1
+    end
+    if nready >= room then
+      break
+    end
   end
-end
-if limit == 1 and P.preference == 'ready' and #ranked > 0 then
-  push_ready()
-else
-  if expired[1] then
-    sequence[1] = {class = 'expired', id = expired[1]}
-  end
-  push_ready()
-  for j = 2, #expired do
-    sequence[#sequence + 1] = {class = 'expired', id = expired[j]}
-  end
+  round = round + 1
 end
 
-local selected, cursor = {}, nil
-for j = 1, math.min(limit, #sequence) do
-  selected[j] = sequence[j]
-  if sequence[j].class == 'ready' then
-    cursor = {owner = sequence[j].owner, taken = sequence[j].taken}
+-- [oldest expired] ++ ready by rank ++ [other expired], cut to `limit`; with limit 1 and a
+-- "ready" preference the ready candidate when there is one.
+local selected, nselected = {}, 0
+local cursor = nil
+if nready > 0 and limit == 1 and P.preference == 'ready' then
+  -- The ready candidate alone.
+elseif expired[1] then
+  nselected = 1
+  selected[1] = {class = 'expired', id = expired[1]}
+end
+for r = 1, nready do
+  local v, i = ready[3 * r - 1], ready[3 * r]
+  nselected = nselected + 1
+  selected[nselected] = {class = 'ready', id = ready[3 * r - 2], owner = v.owner, key = v.key}
+  if r == nready then
+    cursor = {owner = v.owner, taken = (i + v.offset - 1) % v.weight + 1}
   end
+end
+for j = 2, #expired do
+  if nselected >= limit then
+    break
+  end
+  nselected = nselected + 1
+  selected[nselected] = {class = 'expired', id = expired[j]}
+end
+-- Storing the cursor it already holds (byte for byte) would write nothing new.
+if cursor and cursor.owner == cur_owner and tostring(cursor.taken) == stored[2] then
+  cursor = nil
 end

@@ -526,6 +526,53 @@ async fn fair_claims_match_the_memory_store_step_by_step() {
     );
 }
 
+/// Wider fair claims than the step-by-step history's (limits up to 12, weights up to 4, caps
+/// up to 5) among commits, releases, abandons and signals: the Redis script reads only the
+/// runs that can still be selected and produces the ranks round by round, and still hands out
+/// the memory store's runs in its order, moving the cursor the same way.
+#[tokio::test]
+async fn wide_fair_claims_match_the_memory_store() {
+    let mut leased = 0;
+    for seed in [0x5eed_0001_u64, 0xdead_beef] {
+        let (mut pair, mut rng, guard) = seeded_pair(seed).await;
+        for step in 0..120 {
+            pair.now += i64::try_from(rng.below(700)).unwrap_or(0);
+            let what = match rng.below(10) {
+                0..=4 => {
+                    let limit = u32::try_from(1 + rng.below(12)).unwrap_or(1);
+                    let preference = [None, Some(ClaimClass::Ready), Some(ClaimClass::Expired)]
+                        [usize::try_from(rng.below(3)).unwrap_or(0)];
+                    let got = pair.claim(&fair(pair.now, limit, preference)).await;
+                    leased += got.iter().filter(|g| g.starts_with("lease")).count();
+                    format!("fair claim {limit} {preference:?}: {got:?}")
+                }
+                5..=6 => pair.commit_held(&mut rng).await,
+                7 => pair.release_held(&mut rng).await,
+                8 => pair.signal_or_retry(&mut rng).await,
+                _ => {
+                    let key =
+                        ["", "a", "b", "é", "z", "a:x"][usize::try_from(rng.below(6)).unwrap_or(0)];
+                    if key.is_empty() {
+                        pair.abandon_held(&mut rng).await
+                    } else {
+                        let cap = u32::try_from(rng.below(6)).unwrap_or(0);
+                        let weight = u32::try_from(1 + rng.below(4)).unwrap_or(1);
+                        let id = docket_core::model::TenantId::new(key).expect("tenant");
+                        let s = share(weight, Some(cap));
+                        pair.redis.set_tenant_share(&id, s).await.expect("share");
+                        pair.memory.set_tenant_share(&id, s).await.expect("share");
+                        format!("share {key} {s:?}")
+                    }
+                }
+            };
+            pair.compare_rows(&format!("seed {seed} step {step}: {what}"))
+                .await;
+        }
+        assert_indexes_agree(&guard, &pair.redis).await;
+    }
+    assert!(leased > 50, "the histories lease runs ({leased})");
+}
+
 /// Eight claimers on their own connections race for one tenant's backlog under a cap of 2
 /// (and a second tenant under a cap of 3). Each claimer records a claim only after the store
 /// granted it and forgets it before handing it back, so the recorded count can only
