@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::Semaphore;
@@ -49,6 +50,10 @@ pub struct Scripted {
     gate: Mutex<Option<Arc<Semaphore>>>,
     /// Claim futures dropped before they finished.
     pub dropped_claims: Arc<AtomicU32>,
+    /// How long each claim takes (tokio time, so a paused clock advances through it).
+    claim_delay: Mutex<Duration>,
+    /// When each claim started (tokio time).
+    pub claim_starts: Mutex<Vec<tokio::time::Instant>>,
 }
 
 struct DropGuard(Arc<AtomicU32>, bool);
@@ -90,6 +95,11 @@ impl Scripted {
         let gate = Arc::new(Semaphore::new(0));
         *self.gate.lock().expect("lock") = Some(Arc::clone(&gate));
         gate
+    }
+
+    /// Makes every claim take `delay` before it reads the store.
+    pub fn delay_claims(&self, delay: Duration) {
+        *self.claim_delay.lock().expect("lock") = delay;
     }
 
     pub fn ungate_claims(&self) {
@@ -157,6 +167,14 @@ impl StoreLayer for Scripted {
         let mut guard = DropGuard(Arc::clone(&self.dropped_claims), false);
         self.claims.fetch_add(1, Ordering::SeqCst);
         self.policies.lock().expect("lock").push(*policy);
+        self.claim_starts
+            .lock()
+            .expect("lock")
+            .push(tokio::time::Instant::now());
+        let delay = *self.claim_delay.lock().expect("lock");
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
         let gate = self.gate.lock().expect("lock").clone();
         if let Some(gate) = gate {
             let _permit = gate.acquire().await;
