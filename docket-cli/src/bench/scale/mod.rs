@@ -284,7 +284,7 @@ pub(crate) async fn run(ctx: &Ctx, scale: &ScaleOptions) -> Result<ScaleResult, 
         floor: claims.small.pending as f64 / claims.small.seeded_in.as_secs_f64().max(1e-9),
         floor_label: format!("seeding {} runs", number(claims.small.pending as f64)),
         better: Better::Higher,
-        meaning: "share of the small seeding rate kept (one initialize per run)",
+        meaning: "share of the small seeding rate kept (batches of 500 initializes)",
     });
     verified.extend(claims.verified);
 
