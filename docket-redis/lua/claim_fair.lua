@@ -7,8 +7,8 @@
 -- KEYS[1] ready zset (score wake_at µs)   KEYS[2] claims zset (score claimed_at µs)
 -- KEYS[3] poisoned set                     KEYS[4] ready owners (lex zset of scope keys)
 -- KEYS[5] tenant shares hash (tenant id → "<weight>:<cap>", cap empty = none)
--- KEYS[6] fair cursor hash (owner = scope key, taken; and the share summary: capped,
---         weighted, kept by lua/set_share.lua)
+-- KEYS[6] fair cursor hash (owner = scope key, taken; the share summary: capped, weighted,
+--         kept by lua/set_share.lua; ring: see below)
 -- KEYS[7] claims by owner hash (scope key → claimed runs; see the prelude)
 -- Run hashes (P.prefix .. 'run:' .. id) and the per-owner ready sets (`ready_of` in the
 -- prelude) are derived; they share the namespace hash tag.
@@ -50,7 +50,14 @@
 -- within its round, else (owner, 1). The cursor hash read tells whether a cap exists (the
 -- share summary beside the cursor) and whether any weight differs from 1; only then is one
 -- share read, the cursor owner's. No other owner's share is read and each owner passed over
--- costs one read of its ready set (two when it is empty). An expired claim served first reads nothing more at all.
+-- costs one read of its ready set (two when it is empty). An expired claim served first reads
+-- nothing more at all. The owners come from the ring stored beside the cursor (`ring`: every
+-- member of KEYS[4] in byte order, each followed by a newline, which no owner key holds),
+-- read with the cursor, when KEYS[4] has at most RING_MAX members and the cursor's owner is
+-- listed in it: no lex read then. It is read from KEYS[4] and stored with the next cursor
+-- when missing, and removed whenever KEYS[4] changes members (a new owner in the prelude's
+-- `ready_add`, owners dropped by claim_apply.lua, the layout migration), so it lists exactly
+-- the members of KEYS[4] whenever it exists.
 -- The checks and writes that follow are lua/claim_apply.lua, appended when loading.
 
 local limit = tonumber(P.limit)
@@ -61,7 +68,7 @@ local floor, min = math.floor, math.min
 -- What the checks and writes of lua/claim_apply.lua take: the selection, the new cursor (nil:
 -- leave it) and the owners found listed without ready runs (nil: none).
 local selected, cursor, emptied = {}, nil, nil
--- The cursor hash, read once: owner, taken (and, by the limit-1 path, capped, weighted).
+-- The cursor hash, read once: owner, taken (and, by the limit-1 path, capped, weighted, ring).
 local stored = nil
 
 -- An owner's ready set (`ready_of` in the prelude), without the percent-encoding pass when it
@@ -73,6 +80,9 @@ local function ready_key(owner)
   return ready_of(owner)
 end
 
+-- Most owners the ring (see the header) lists; with more, claims of one run read KEYS[4].
+local RING_MAX = 32
+
 -- The limit-1 path (see the header): returns false, having written nothing and selected
 -- nothing, when the walk below must decide (a cap exists, or the cursor or the cursor owner's
 -- share does not decode: the walk reports those).
@@ -81,7 +91,7 @@ local function one()
     selected[1] = {class = 'expired', id = expired[1]}
     return true
   end
-  stored = redis.call('HMGET', KEYS[6], 'owner', 'taken', 'capped', 'weighted')
+  stored = redis.call('HMGET', KEYS[6], 'owner', 'taken', 'capped', 'weighted', 'ring')
   if stored[3] then
     return false
   end
@@ -102,8 +112,20 @@ local function one()
     end
   end
   local now = P.now
+  -- An owner's oldest due run (nil: none) and its ready set.
+  local function due(o)
+    local key = ready_key(o)
+    return redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, 1)[1], key
+  end
+  -- Notes an owner listed without any ready run, for claim_apply.lua to drop from KEYS[4].
+  local function passed(o, key)
+    if redis.call('EXISTS', key) == 0 then
+      emptied = emptied or {}
+      emptied[#emptied + 1] = o
+    end
+  end
   -- The first owner of a lex range (byte order) with a due run: its oldest due run, its ready
-  -- set and the owner. Owners listed without any ready run are noted in `emptied`.
+  -- set and the owner.
   local function first_due(lo, hi)
     local batch = 2
     while true do
@@ -111,15 +133,11 @@ local function one()
       local count = #owners
       for j = 1, count do
         local o = owners[j]
-        local key = ready_key(o)
-        local ids = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, 1)
-        if ids[1] then
-          return ids[1], key, o
+        local id, key = due(o)
+        if id then
+          return id, key, o
         end
-        if redis.call('EXISTS', key) == 0 then
-          emptied = emptied or {}
-          emptied[#emptied + 1] = o
-        end
+        passed(o, key)
       end
       if count < batch then
         return nil
@@ -128,36 +146,84 @@ local function one()
       batch = 32
     end
   end
+  -- The ring: every owner of KEYS[4] in byte order, as stored beside the cursor or read here
+  -- (`new_ring`, stored with the new cursor). The cursor's owner is placed in it by equality:
+  -- when it is not listed, only comparing keys could place it, which KEYS[4] does.
+  local ring, new_ring, at = nil, nil, nil
+  if stored[5] then
+    ring = {}
+    for o in string.gmatch(stored[5], '([^\n]*)\n') do
+      ring[#ring + 1] = o
+    end
+  else
+    local owners = redis.call('ZRANGEBYLEX', KEYS[4], '-', '+', 'LIMIT', 0, RING_MAX + 1)
+    if #owners <= RING_MAX then
+      ring = owners
+      local parts = {}
+      for j = 1, #owners do
+        parts[j] = owners[j] .. '\n'
+      end
+      new_ring = table.concat(parts)
+    end
+  end
+  if ring and owner then
+    for j = 1, #ring do
+      if ring[j] == owner then
+        at = j
+        break
+      end
+    end
+    if not at then
+      ring = nil
+    end
+  end
   local id, key, pick
   local new_taken = 1
-  if not owner then
-    id, key, pick = first_due('-', '+')
-  else
-    if taken < weight then
-      -- The cursor's owner within its round.
-      key = ready_key(owner)
-      id = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, 1)[1]
-      pick, new_taken = owner, taken + 1
-    end
-    if not id then
-      new_taken = 1
+  if owner and taken < weight then
+    -- The cursor's owner within its round.
+    id, key = due(owner)
+    pick, new_taken = owner, taken + 1
+  end
+  if not id then
+    new_taken = 1
+    if ring then
+      -- The owners after the cursor's, then those before it (all of them without a cursor).
+      local n, from = #ring, at or 0
+      for step = 1, n do
+        local o = ring[(from + step - 1) % n + 1]
+        if o ~= owner then
+          id, key = due(o)
+          if id then
+            pick = o
+            break
+          end
+          passed(o, key)
+        end
+      end
+    elseif owner then
       id, key, pick = first_due('(' .. owner, '+')
       if not id then
         id, key, pick = first_due('-', '(' .. owner)
       end
-      if not id and taken >= weight then
-        -- The cursor's owner in its next round.
-        key = ready_key(owner)
-        id = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, 1)[1]
-        pick = owner
-      end
+    else
+      id, key, pick = first_due('-', '+')
+    end
+    if not id and owner and taken >= weight then
+      -- The cursor's owner in its next round.
+      id, key = due(owner)
+      pick = owner
     end
   end
   if id then
     selected[1] = {class = 'ready', id = id, owner = pick, key = key}
-    -- Storing the cursor it already holds (byte for byte) would write nothing new.
-    if pick ~= owner or tostring(new_taken) ~= stored[2] then
-      cursor = {owner = pick, taken = new_taken}
+    -- A ring read here is stored unless this claim drops owners from KEYS[4] (then
+    -- claim_apply.lua removes the stored one). Storing the cursor it already holds (byte for
+    -- byte) would write nothing new.
+    if emptied then
+      new_ring = nil
+    end
+    if new_ring or pick ~= owner or tostring(new_taken) ~= stored[2] then
+      cursor = {owner = pick, taken = new_taken, ring = new_ring}
     end
   elseif expired[1] then
     selected[1] = {class = 'expired', id = expired[1]}

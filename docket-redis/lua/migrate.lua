@@ -33,7 +33,7 @@ for _, text in ipairs(shares) do
     counts[class] = counts[class] + 1
   end
 end
-local summary = redis.call('HMGET', KEYS[7], 'capped', 'weighted')
+local summary = redis.call('HMGET', KEYS[7], 'capped', 'weighted', 'ring')
 
 -- ===== writes: every check is above this line =====
 local indexed = 0
@@ -54,6 +54,10 @@ if not marker then
       redis.call('HINCRBY', KEYS[5], owner, 1)
       indexed = indexed + 1
     end
+  end
+  if summary[3] then
+    -- The owners' ring beside the cursor (lua/claim_fair.lua) may not list them all.
+    redis.call('HDEL', KEYS[7], 'ring')
   end
 end
 for i, class in ipairs({'capped', 'weighted'}) do

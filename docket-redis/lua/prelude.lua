@@ -166,7 +166,10 @@ end
 local function ready_add(ready_key, owner, run_id, wake)
   redis.call('ZADD', ready_key, wake, run_id)
   redis.call('ZADD', ready_of(owner), wake, run_id)
-  redis.call('ZADD', P.prefix .. 'ready_owners', 0, owner)
+  if redis.call('ZADD', P.prefix .. 'ready_owners', 0, owner) == 1 then
+    -- A new owner: the ring stored beside the fair cursor (lua/claim_fair.lua) lacks it.
+    redis.call('HDEL', P.prefix .. 'fair_cursor', 'ring')
+  end
 end
 
 -- Takes `run_id` out of the ready set and its owner's twin (a no-op when it is not ready, so
