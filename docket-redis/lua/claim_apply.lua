@@ -3,8 +3,9 @@
 -- run hash, then lease or poison each one, and store the tenant-fair cursor.
 --
 -- In: `selected` (list of {class = "ready" | "expired", id, owner = scope key or nil,
--- key = the owner's `ready_of` set or nil}, in selection order), `cursor` ({owner, taken} or
--- nil: leave the stored cursor alone) and `emptied` (owner keys whose `ready_of` set is empty,
+-- key = the owner's `ready_of` set or nil}, in selection order), `cursor` ({owner, taken,
+-- ring = the owners' ring to store or nil} or nil: leave the stored cursor alone) and
+-- `emptied` (owner keys whose `ready_of` set is empty,
 -- to drop from `ready_owners` when anything was selected; nil for none),
 -- P.policy ("tenant_fair" stamps the admission marker), KEYS[1] ready, KEYS[2] claims,
 -- KEYS[3] poisoned, KEYS[6] fair cursor hash (tenant-fair only), ARGV[2..] the tokens.
@@ -66,11 +67,21 @@ end
 -- Only a claim that selected something drops emptied owners: a claim that finds nothing to
 -- do changes nothing (the contract), and the owners wait for the next one that does.
 if #selected > 0 and emptied then
+  local dropped = 0
   for _, owner in ipairs(emptied) do
-    redis.call('ZREM', P.prefix .. 'ready_owners', owner)
+    dropped = dropped + redis.call('ZREM', P.prefix .. 'ready_owners', owner)
+  end
+  if dropped > 0 then
+    -- The ring beside the cursor (lua/claim_fair.lua) lists the dropped owners.
+    redis.call('HDEL', KEYS[6], 'ring')
   end
 end
 if cursor then
-  redis.call('HSET', KEYS[6], 'owner', cursor.owner, 'taken', tostring(cursor.taken))
+  if cursor.ring then
+    redis.call('HSET', KEYS[6], 'owner', cursor.owner, 'taken', tostring(cursor.taken),
+      'ring', cursor.ring)
+  else
+    redis.call('HSET', KEYS[6], 'owner', cursor.owner, 'taken', tostring(cursor.taken))
+  end
 end
 return out

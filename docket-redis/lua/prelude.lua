@@ -98,6 +98,38 @@ local function int_less(a, b)
 end
 
 
+-- A positive decimal u32 (digits only, like shares::positive in Rust), or nil.
+local function positive(text)
+  if not text or not string.match(text, '^%d+$') or #text > 10 then
+    return nil
+  end
+  local n = tonumber(text)
+  if n < 1 or n > 4294967295 then
+    return nil
+  end
+  return n
+end
+
+-- The class of a stored tenant share (`"<weight>:<cap>"`, nil when none is stored) in the
+-- share summary that tenant-fair claims of one run read (the `capped` and `weighted` counts
+-- of the fair cursor hash, kept by lua/set_share.lua): "plain" (weight 1, no cap: the
+-- default), "weighted" (a larger weight, no cap) or "capped" (a cap, or a value that does
+-- not decode, which sends claims to the walk that reports it).
+local function share_class(text)
+  if not text then
+    return 'plain'
+  end
+  local w, c = string.match(text, '^(%d+):(%d*)$')
+  local weight = positive(w)
+  if not weight or c ~= '' then
+    return 'capped'
+  end
+  if weight == 1 then
+    return 'plain'
+  end
+  return 'weighted'
+end
+
 -- Operation registry: evicts the oldest terminal records of one owner beyond `keep` (a
 -- decimal string >= 1): the smallest completion sequences of the owner's `done` set go, with
 -- their record hash (`op_prefix .. id`) and their listing member (`name NUL id`).
@@ -134,7 +166,10 @@ end
 local function ready_add(ready_key, owner, run_id, wake)
   redis.call('ZADD', ready_key, wake, run_id)
   redis.call('ZADD', ready_of(owner), wake, run_id)
-  redis.call('ZADD', P.prefix .. 'ready_owners', 0, owner)
+  if redis.call('ZADD', P.prefix .. 'ready_owners', 0, owner) == 1 then
+    -- A new owner: the ring stored beside the fair cursor (lua/claim_fair.lua) lacks it.
+    redis.call('HDEL', P.prefix .. 'fair_cursor', 'ring')
+  end
 end
 
 -- Takes `run_id` out of the ready set and its owner's twin (a no-op when it is not ready, so

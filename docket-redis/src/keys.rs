@@ -188,7 +188,9 @@ impl Keys {
         format!("{}claims_by_owner", self.prefix)
     }
 
-    /// Hash of the tenant-fair cursor: `owner` (scope key) and `taken`.
+    /// Hash of the tenant-fair cursor, `owner` (scope key) and `taken`, and of the share
+    /// summary: `capped` and `weighted`, how many stored shares have a cap (or do not decode)
+    /// and how many a weight above 1 without one (absent when none).
     #[must_use]
     pub fn fair_cursor(&self) -> String {
         format!("{}fair_cursor", self.prefix)

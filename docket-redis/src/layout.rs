@@ -9,19 +9,22 @@ use crate::store::{Params, RedisStore};
 
 /// The current layout: 2 added the per-owner ready sets (`ready_of:<owner>`,
 /// `ready_owners`) that tenant-fair claims walk and the per-owner claim counts
-/// (`claims_by_owner`) they compare with caps. Layout 1 (no marker) had neither.
-pub const LAYOUT_VERSION: u32 = 2;
+/// (`claims_by_owner`) they compare with caps. Layout 1 (no marker) had neither. 3 added the
+/// share summary (the `capped` and `weighted` counts of the fair cursor hash) that a
+/// tenant-fair claim of one run reads with the cursor.
+pub const LAYOUT_VERSION: u32 = 3;
 
 impl RedisStore {
-    /// Brings the namespace to [`LAYOUT_VERSION`]: one script that indexes every ready run
-    /// under its owner and recounts the claims per owner, when the namespace has ready or
-    /// claimed runs and no current marker. Returns how many entries it indexed (0 when there
+    /// Brings the namespace to [`LAYOUT_VERSION`]: one script that, when the namespace has no
+    /// current marker, indexes every ready run under its owner and recounts the claims per
+    /// owner (a namespace without any marker that has ready or claimed runs) and recounts the
+    /// share summary from the stored shares. Returns how many entries it indexed (0 when there
     /// was nothing to do).
     ///
     /// A namespace written by an older version while this one already runs (a rolling
-    /// upgrade) can hold ready runs missing from their owner's set and claims missing from
-    /// the counts: stop the older processes before any worker claims with
-    /// `ClaimPolicy::TenantFair`. `Oldest` claims are unaffected.
+    /// upgrade) can hold ready runs missing from their owner's set, claims missing from the
+    /// counts and shares missing from the summary: stop the older processes before any worker
+    /// claims with `ClaimPolicy::TenantFair`. `Oldest` claims are unaffected.
     pub(crate) async fn migrate_layout(&self) -> Result<u64, StoreError> {
         let k = self.keys();
         let params = Params::new()
@@ -36,6 +39,8 @@ impl RedisStore {
                     k.ready_owners(),
                     k.claims(),
                     k.claims_by_owner(),
+                    k.tenant_shares(),
+                    k.fair_cursor(),
                 ],
                 &[params.into_arg()],
                 Access::Write,
@@ -48,7 +53,7 @@ impl RedisStore {
                 namespace = self.namespace(),
                 indexed,
                 layout = LAYOUT_VERSION,
-                "migrated the Redis namespace: per-owner ready sets built"
+                "migrated the Redis namespace: per-owner indexes and share summary built"
             );
         }
         Ok(indexed)

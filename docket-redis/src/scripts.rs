@@ -34,6 +34,7 @@ const CLAIM_FAIR: &str = concat!(
     include_str!("../lua/claim_apply.lua")
 );
 const MIGRATE: &str = include_str!("../lua/migrate.lua");
+const SET_SHARE: &str = include_str!("../lua/set_share.lua");
 const RELEASE_CLAIM: &str = include_str!("../lua/release_claim.lua");
 const ABANDON_CLAIM: &str = include_str!("../lua/abandon_claim.lua");
 const RETRY_POISONED: &str = include_str!("../lua/retry_poisoned.lua");
@@ -55,6 +56,7 @@ pub(crate) struct Scripts {
     pub claim_due: Script,
     pub claim_fair: Script,
     pub migrate: Script,
+    pub set_share: Script,
     pub release_claim: Script,
     pub abandon_claim: Script,
     pub retry_poisoned: Script,
@@ -92,6 +94,7 @@ impl Scripts {
             claim_due: write(CLAIM_DUE),
             claim_fair: write(CLAIM_FAIR),
             migrate: write(MIGRATE),
+            set_share: write(SET_SHARE),
             release_claim: write(RELEASE_CLAIM),
             abandon_claim: write(ABANDON_CLAIM),
             retry_poisoned: write(RETRY_POISONED),
@@ -342,13 +345,14 @@ mod tests {
     use super::*;
 
     /// `(name, body)` of every write script.
-    const WRITE_SCRIPTS: [(&str, &str); 15] = [
+    const WRITE_SCRIPTS: [(&str, &str); 16] = [
         ("initialize", INITIALIZE),
         ("commit_claimed", COMMIT_CLAIMED),
         ("commit_unclaimed", COMMIT_UNCLAIMED),
         ("claim_due", CLAIM_DUE),
         ("claim_fair", CLAIM_FAIR),
         ("migrate", MIGRATE),
+        ("set_share", SET_SHARE),
         ("release_claim", RELEASE_CLAIM),
         ("abandon_claim", ABANDON_CLAIM),
         ("retry_poisoned", RETRY_POISONED),

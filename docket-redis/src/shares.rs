@@ -1,5 +1,6 @@
 //! Tenant shares (`set_tenant_share`, `tenant_shares`): one hash field per tenant,
-//! `"<weight>:<cap>"` with an empty cap for none, read by `lua/claim_fair.lua`.
+//! `"<weight>:<cap>"` with an empty cap for none, read by `lua/claim_fair.lua`. Setting one
+//! runs `lua/set_share.lua`, which keeps the share summary of the fair cursor hash in step.
 
 use std::num::NonZeroU32;
 
@@ -7,7 +8,8 @@ use docket_core::model::TenantId;
 use docket_core::store::{StoreError, TenantShare};
 
 use crate::error::Access;
-use crate::store::RedisStore;
+use crate::scripts::expect_ok;
+use crate::store::{Params, RedisStore};
 
 /// The stored form of a share.
 pub(crate) fn encode_share(share: TenantShare) -> String {
@@ -56,16 +58,19 @@ impl RedisStore {
         tenant: &TenantId,
         share: TenantShare,
     ) -> Result<(), StoreError> {
-        let _: i64 = self
-            .query(
-                redis::cmd("HSET")
-                    .arg(self.keys().tenant_shares())
-                    .arg(tenant.as_str())
-                    .arg(encode_share(share)),
+        let k = self.keys();
+        let params = Params::new()
+            .set("tenant", tenant.as_str())
+            .set("share", encode_share(share));
+        let reply = self
+            .script(
+                &self.scripts().set_share,
+                &[k.tenant_shares(), k.fair_cursor()],
+                &[params.into_arg()],
                 Access::Write,
             )
             .await?;
-        Ok(())
+        expect_ok(&reply)
     }
 
     pub(crate) async fn do_tenant_shares(

@@ -373,7 +373,18 @@ fn owner_of(key: &str) -> OwnerScope {
     }
 }
 
+/// The shares most histories start from: a weight, and caps on `b` and `é`.
+const SEEDED_SHARES: [(&str, u32, Option<u32>); 3] =
+    [("a", 2, None), ("b", 1, Some(1)), ("é", 3, Some(2))];
+
 async fn seeded_pair(seed: u64) -> (Pair, Rng, docket_redis::testing::RedisGuard) {
+    seeded_pair_with(seed, &SEEDED_SHARES).await
+}
+
+async fn seeded_pair_with(
+    seed: u64,
+    shares: &[(&str, u32, Option<u32>)],
+) -> (Pair, Rng, docket_redis::testing::RedisGuard) {
     let fx = open().await;
     let memory = MemoryStore::new();
     let mut rng = Rng(seed);
@@ -408,11 +419,8 @@ async fn seeded_pair(seed: u64) -> (Pair, Rng, docket_redis::testing::RedisGuard
             runs.push(rid(&id));
         }
     }
-    for (key, s) in [
-        ("a", share(2, None)),
-        ("b", share(1, Some(1))),
-        ("é", share(3, Some(2))),
-    ] {
+    for &(key, weight, cap) in shares {
+        let s = share(weight, cap);
         let id = docket_core::model::TenantId::new(key).expect("tenant");
         fx.store.set_tenant_share(&id, s).await.expect("share");
         memory.set_tenant_share(&id, s).await.expect("share");
@@ -571,6 +579,145 @@ async fn wide_fair_claims_match_the_memory_store() {
         assert_indexes_agree(&guard, &pair.redis).await;
     }
     assert!(leased > 50, "the histories lease runs ({leased})");
+}
+
+/// The share summary beside the fair cursor (`capped`, `weighted`) counts the stored shares
+/// of each class, as `lua/set_share.lua` and the layout migration keep it.
+async fn assert_share_summary(guard: &docket_redis::testing::RedisGuard, store: &RedisStore) {
+    let (mut capped, mut weighted) = (0, 0);
+    for (_, s) in store.tenant_shares().await.expect("shares") {
+        if s.cap.is_some() {
+            capped += 1;
+        } else if s.weight.get() > 1 {
+            weighted += 1;
+        }
+    }
+    let stored: Vec<Option<i64>> = guard
+        .command(
+            redis::cmd("HMGET")
+                .arg(store.keys().fair_cursor())
+                .arg("capped")
+                .arg("weighted"),
+        )
+        .await
+        .expect("summary");
+    let expect = |n: i64| (n > 0).then_some(n);
+    assert_eq!(stored, [expect(capped), expect(weighted)], "share summary");
+}
+
+/// Claims of one run where no share has a cap take the script's short path (weights only,
+/// every preference, expired claims, owners passed over because their runs are not due yet,
+/// the cursor wrapping around and staying within a round). Seeded histories of them, among
+/// wider claims, oldest claims, commits, releases, abandons, signals and share changes (now
+/// and then a cap, which sends claims back to the walk until it is lifted) hand out the
+/// memory store's runs in its order, step by step.
+#[tokio::test]
+async fn one_run_fair_claims_match_the_memory_store() {
+    let mut short = 0;
+    for seed in [0x0123_4567_89ab_cdef_u64, 99, 0xfeed_f00d] {
+        let (mut pair, mut rng, guard) =
+            seeded_pair_with(seed, &[("a", 2, None), ("é", 3, None)]).await;
+        let mut capped: BTreeMap<&str, bool> = BTreeMap::new();
+        for step in 0..200 {
+            pair.now += i64::try_from(rng.below(400)).unwrap_or(0);
+            let what = match rng.below(16) {
+                0..=6 => {
+                    let preference = [None, Some(ClaimClass::Ready), Some(ClaimClass::Expired)]
+                        [usize::try_from(rng.below(3)).unwrap_or(0)];
+                    if !capped.values().any(|c| *c) {
+                        short += 1;
+                    }
+                    let got = pair.claim(&fair(pair.now, 1, preference)).await;
+                    format!("fair claim 1 {preference:?}: {got:?}")
+                }
+                7 => {
+                    let limit = u32::try_from(2 + rng.below(3)).unwrap_or(2);
+                    let got = pair.claim(&fair(pair.now, limit, None)).await;
+                    format!("fair claim {limit}: {got:?}")
+                }
+                8 => {
+                    let got = pair.claim(&policy(t(pair.now), 1, 5_000, 3, None)).await;
+                    format!("oldest claim 1: {got:?}")
+                }
+                9..=10 => pair.commit_held(&mut rng).await,
+                11 => pair.release_held(&mut rng).await,
+                12 => pair.abandon_held(&mut rng).await,
+                13..=14 => pair.signal_or_retry(&mut rng).await,
+                _ => {
+                    let key =
+                        ["a", "b", "é", "z", "a:x"][usize::try_from(rng.below(5)).unwrap_or(0)];
+                    let weight = u32::try_from(1 + rng.below(3)).unwrap_or(1);
+                    let cap = (rng.below(5) == 0).then_some(2);
+                    capped.insert(key, cap.is_some());
+                    let id = docket_core::model::TenantId::new(key).expect("tenant");
+                    let s = share(weight, cap);
+                    pair.redis.set_tenant_share(&id, s).await.expect("share");
+                    pair.memory.set_tenant_share(&id, s).await.expect("share");
+                    format!("share {key} {s:?}")
+                }
+            };
+            pair.compare_rows(&format!("seed {seed} step {step}: {what}"))
+                .await;
+        }
+        assert_indexes_agree(&guard, &pair.redis).await;
+        assert_share_summary(&guard, &pair.redis).await;
+    }
+    assert!(short > 100, "the histories take the short path ({short})");
+}
+
+/// A layout-2 namespace has shares but no share summary: opening it counts them, so a claim
+/// of one run sees the cap; the summary follows every later share change.
+#[tokio::test]
+async fn opening_a_layout_2_namespace_counts_its_shares() {
+    let fx = open().await;
+    let owner = tenant("a");
+    let graph = publish(&fx.store, &owner, "g").await;
+    for n in 0..3 {
+        start(&fx.store, &owner, &format!("a{n}"), &graph, t(n)).await;
+    }
+    let a = docket_core::model::TenantId::new("a").expect("tenant");
+    let b = docket_core::model::TenantId::new("b").expect("tenant");
+    fx.store
+        .set_tenant_share(&a, share(1, Some(1)))
+        .await
+        .expect("share");
+    fx.store
+        .set_tenant_share(&b, share(4, None))
+        .await
+        .expect("share");
+    assert_share_summary(&fx.guard, &fx.store).await;
+    let keys = fx.store.keys().clone();
+    // What layout 2 held: the same keys, no summary.
+    let _: i64 = fx
+        .guard
+        .command(
+            redis::cmd("HDEL")
+                .arg(keys.fair_cursor())
+                .arg("capped")
+                .arg("weighted"),
+        )
+        .await
+        .expect("downgrade");
+    let _: () = fx
+        .guard
+        .command(redis::cmd("SET").arg(keys.layout()).arg("2"))
+        .await
+        .expect("downgrade");
+    let url = docket_redis::testing::test_url();
+    let store = RedisStore::open(RedisOptions::new(url, fx.store.namespace()))
+        .await
+        .expect("reopen");
+    assert_share_summary(&fx.guard, &store).await;
+    let first = store.claim_due(&fair(10, 1, None)).await.expect("claim");
+    assert_eq!(first.leases.len(), 1);
+    let second = store.claim_due(&fair(10, 1, None)).await.expect("claim");
+    assert!(second.leases.is_empty(), "the cap of one holds: {second:?}");
+    for s in [share(2, None), share(1, None), TenantShare::default()] {
+        store.set_tenant_share(&a, s).await.expect("share");
+        assert_share_summary(&fx.guard, &store).await;
+    }
+    let third = store.claim_due(&fair(10, 1, None)).await.expect("claim");
+    assert_eq!(third.leases.len(), 1, "no cap any more");
 }
 
 /// Eight claimers on their own connections race for one tenant's backlog under a cap of 2
@@ -806,7 +953,11 @@ async fn opening_an_older_namespace_builds_the_per_owner_ready_sets() {
     // The namespace was empty when the store opened it (no marker was written); reopening it
     // now rebuilds indexes that are already right: only the marker is new, and a third open
     // changes nothing.
-    let marker = format!("{} (string)\n  2\n", keys.layout());
+    let marker = format!(
+        "{} (string)\n  {}\n",
+        keys.layout(),
+        docket_redis::LAYOUT_VERSION
+    );
     reopen().await.expect("reopen");
     let marked = fx.snapshot().await;
     assert_eq!(marked.replacen(&marker, "", 1), before);
