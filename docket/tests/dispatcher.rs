@@ -507,6 +507,33 @@ async fn transient_claim_failures_back_off_and_never_stop_the_worker() {
     worker.shutdown().await;
 }
 
+/// Starts an idle worker (nothing due, full-interval jitter) on a store whose claims take
+/// `claim_ms`, and returns how far apart its first four polls started.
+async fn scheduled_poll_gaps(poll_interval_ms: u64, claim_ms: u64) -> Vec<Duration> {
+    let fx = VFx::with(
+        WorkerConfig {
+            concurrency: 1,
+            poll_interval_ms,
+            ..WorkerConfig::default()
+        },
+        Parts {
+            jitter: Some(Arc::new(FullInterval)),
+            ..Parts::default()
+        },
+    );
+    fx.store.delay_claims(Duration::from_millis(claim_ms));
+    let worker = Worker::builder(fx.docket.engine())
+        .launcher(Arc::new(Held::default()))
+        .start();
+    poll_until(LIMIT, || {
+        fx.store.claim_starts.lock().expect("lock").len() >= 4
+    })
+    .await;
+    let starts = fx.store.claim_starts.lock().expect("lock").clone();
+    worker.shutdown().await;
+    starts.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
 /// The poll timer counts the interval from the start of the last poll less what that poll
 /// took, so a run that becomes due just after a poll read the store is claimed within about
 /// one interval. With claims taking 30 ms and a 100 ms interval (full jitter), scheduled polls
@@ -515,62 +542,20 @@ async fn transient_claim_failures_back_off_and_never_stop_the_worker() {
 /// times exact.
 #[tokio::test(start_paused = true)]
 async fn scheduled_polls_finish_one_interval_after_the_previous_poll_started() {
-    let fx = VFx::with(
-        WorkerConfig {
-            concurrency: 1,
-            poll_interval_ms: 100,
-            ..WorkerConfig::default()
-        },
-        Parts {
-            jitter: Some(Arc::new(FullInterval)),
-            ..Parts::default()
-        },
-    );
-    fx.store.delay_claims(Duration::from_millis(30));
-    let worker = Worker::builder(fx.docket.engine())
-        .launcher(Arc::new(Held::default()))
-        .start();
-    poll_until(LIMIT, || {
-        fx.store.claim_starts.lock().expect("lock").len() >= 4
-    })
-    .await;
-    let starts = fx.store.claim_starts.lock().expect("lock").clone();
-    let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    let gaps = scheduled_poll_gaps(100, 30).await;
     assert!(
         gaps.iter().all(|gap| *gap == Duration::from_millis(70)),
         "scheduled polls started {gaps:?} apart"
     );
-    worker.shutdown().await;
 }
 
 /// A store slower than the poll interval is polled back to back (1 ms apart), not in a
 /// busy loop and not an interval after each slow poll.
 #[tokio::test(start_paused = true)]
 async fn a_store_slower_than_the_interval_is_polled_back_to_back() {
-    let fx = VFx::with(
-        WorkerConfig {
-            concurrency: 1,
-            poll_interval_ms: 20,
-            ..WorkerConfig::default()
-        },
-        Parts {
-            jitter: Some(Arc::new(FullInterval)),
-            ..Parts::default()
-        },
-    );
-    fx.store.delay_claims(Duration::from_millis(50));
-    let worker = Worker::builder(fx.docket.engine())
-        .launcher(Arc::new(Held::default()))
-        .start();
-    poll_until(LIMIT, || {
-        fx.store.claim_starts.lock().expect("lock").len() >= 4
-    })
-    .await;
-    let starts = fx.store.claim_starts.lock().expect("lock").clone();
-    let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    let gaps = scheduled_poll_gaps(20, 50).await;
     assert!(
         gaps.iter().all(|gap| *gap == Duration::from_millis(51)),
         "polls of a 50 ms store started {gaps:?} apart"
     );
-    worker.shutdown().await;
 }
