@@ -11,8 +11,8 @@
 //!   `Oldest` and under `TenantFair`, interleaved, then `Oldest` again without the fair
 //!   claim's index (`runs_ready_owner_index`), which is what that index costs the other
 //!   writes. Prints medians and 90th percentiles.
-//! * `pg_checks fair-rate [--runs N]` — N due runs (default 2,000) over five tenants, drained
-//!   by 10 concurrent claimers at limit 1, once under `Oldest` and once under `TenantFair`,
+//! * `pg_checks fair-rate [--runs N] [--limit K]` — N due runs (default 2,000) over five
+//!   tenants, drained by 10 concurrent claimers at limit K (default 1), once under `Oldest` and once under `TenantFair`,
 //!   with the server's own durability settings (the test harness turns `synchronous_commit`
 //!   off; this does not): prints leases per second of each and their ratio.
 //! * `pg_checks drop-schema URL` — drops the schema a `postgres://…?schema=NAME` URL names.
@@ -41,7 +41,7 @@ async fn main() -> ExitCode {
         Some("drop-schema") if args.len() == 2 => drop_schema(&args[1]).await,
         _ => Err(
             "usage: pg_checks plan [--runs N] | pg_checks fair-cost [--runs N] | \
-             pg_checks fair-rate [--runs N] | \
+             pg_checks fair-rate [--runs N] [--limit K] | \
              pg_checks drop-schema URL"
                 .to_owned(),
         ),
@@ -335,7 +335,7 @@ async fn fair_cost(args: &[String]) -> Result<(), String> {
 
 /// One drain of `pending` due runs by 10 claimers at limit 1 under `policy`, on a fresh
 /// schema opened with the server's durability settings; leases per second.
-async fn drain_rate(pending: u64, policy: ClaimPolicy) -> Result<f64, String> {
+async fn drain_rate(pending: u64, policy: ClaimPolicy, limit: NonZeroU32) -> Result<f64, String> {
     let options = docket_postgres::PostgresOptions {
         schema: testing::fresh_schema_name(),
         pool_size: 12,
@@ -380,7 +380,7 @@ async fn drain_rate(pending: u64, policy: ClaimPolicy) -> Result<f64, String> {
     let request = ClaimRequest {
         policy,
         now: at,
-        limit: NonZeroU32::MIN,
+        limit,
         orphan_ttl_ms: 3_600_000,
         max_claim_attempts: NonZeroU32::MIN.saturating_add(4),
         preference: None,
@@ -422,15 +422,23 @@ async fn drain_rate(pending: u64, policy: ClaimPolicy) -> Result<f64, String> {
 }
 
 async fn fair_rate(args: &[String]) -> Result<(), String> {
-    let pending = match args {
-        [] => 2_000,
-        _ => runs_arg(args)?,
-    };
-    let oldest = drain_rate(pending, ClaimPolicy::Oldest).await?;
-    let fair = drain_rate(pending, ClaimPolicy::TenantFair).await?;
+    let (mut pending, mut limit) = (2_000, NonZeroU32::MIN);
+    for pair in args.chunks(2) {
+        match pair {
+            [flag, _] if flag == "--runs" => pending = runs_arg(pair)?,
+            [flag, n] if flag == "--limit" => {
+                limit = n
+                    .parse()
+                    .map_err(|_| format!("--limit {n:?} is not a positive number"))?;
+            }
+            _ => return Err(format!("unexpected arguments {args:?}")),
+        }
+    }
+    let oldest = drain_rate(pending, ClaimPolicy::Oldest, limit).await?;
+    let fair = drain_rate(pending, ClaimPolicy::TenantFair, limit).await?;
     println!(
-        "pg-fair-rate: limit 1, 10 claimers: oldest {oldest:.0} leases/s, tenant_fair {fair:.0} \
-         leases/s, ratio {:.2}",
+        "pg-fair-rate: limit {limit}, 10 claimers: oldest {oldest:.0} leases/s, tenant_fair \
+         {fair:.0} leases/s, ratio {:.2}",
         fair / oldest
     );
     Ok(())

@@ -1,19 +1,19 @@
 //! Tenant-fair claiming (`docs/claim-order.md`, “Tenant-fair claiming”): the statements of a
 //! `ClaimPolicy::TenantFair` claim and of the stored tenant shares.
 //!
-//! The fair claim is one call of `docket_claim_fair` (schema version 5, `sql/v5.sql`; version 4
-//! introduced it): one statement, one round trip, one transaction, sent like every other
-//! statement (prepared, or through `docket_prepare` behind a transaction pooler). Fair claims
-//! run side by side: each selects from its own snapshot in the order of
-//! `rules::tenant_fair`, locks per owner as many due runs as the selection gives that owner
-//! (reading past runs racing claims hold, like an `Oldest` claim), and locks the cursor row
-//! only to write it, without waiting for a racing claim that holds it. Claims that meet a
-//! capped owner lock the cursor row there and select again under it, so capped owners are
-//! leased one claim at a time and each counts the caps from its predecessor's committed claims
-//! (PL/pgSQL takes a new snapshot per statement in a VOLATILE function). Run one at a time,
-//! fair claims select exactly what the rule selects; racing, each takes the next runs in line
-//! of the owners the rule gives its turn to. A claim of one run in a store without caps goes
-//! through `docket_claim_fair_one`, a few index probes instead of the walk and the ranking.
+//! The fair claim is one call of `docket_claim_fair` (schema version 6, `sql/v6.sql`; versions
+//! 4 and 5 defined it before): one statement, one round trip, one transaction, sent like every
+//! other statement (prepared, or through `docket_prepare` behind a transaction pooler). It
+//! picks its runs one at a time, each with one index probe in the order of
+//! `rules::tenant_fair` (the cursor owner's round, then the owners after the cursor's key,
+//! then those before it), moving a private copy of the cursor past each pick, then leases
+//! them with one `UPDATE` and locks the cursor row only to write it, without waiting for a
+//! racing claim that holds it. So fair claims run side by side; run one at a time they select
+//! exactly what the rule selects, racing each takes the next runs in line of the owners the
+//! rule gives its turn to. In a store where some tenant has a cap, fair claims take the cursor
+//! row's lock first and hold it, so they run one at a time there and each counts the caps from
+//! its predecessor's committed claims (PL/pgSQL takes a new snapshot per statement in a
+//! VOLATILE function).
 //! `Oldest` claims never touch the cursor and keep their own statement.
 
 use docket_core::model::TenantId;

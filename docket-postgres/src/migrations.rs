@@ -20,7 +20,7 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 5;
+pub const LATEST_VERSION: i32 = 6;
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -47,6 +47,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 5,
         description: "tenant-fair claims that lock the cursor only to write it",
         sql: include_str!("sql/v5.sql"),
+    },
+    Migration {
+        version: 6,
+        description: "tenant-fair claims picked one run at a time with index probes",
+        sql: include_str!("sql/v6.sql"),
     },
 ];
 

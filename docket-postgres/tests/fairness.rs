@@ -204,9 +204,22 @@ fn ids(batch: &ClaimBatch) -> (Vec<String>, Vec<String>) {
 /// Thirteen owners (the tenantless one included) with weights, caps, staggered wakes and a
 /// claim attempt limit that poisons; fair claims of every limit and preference, releases and
 /// expiring claims in between: PostgreSQL selects exactly what the memory store selects,
-/// step by step, and leaves the same admission markers.
+/// step by step, and leaves the same admission markers. With a cap stored, fair claims take
+/// the path of capped stores (one owner at a time under the cursor lock).
 #[tokio::test]
 async fn fair_claims_match_the_memory_store_over_many_owners() {
+    compare_over_many_owners(true, 6).await;
+}
+
+/// The same without caps and with claims of up to 16 runs, more than the owners hold between
+/// them at times: the path that picks until every owner has been met and then goes round the
+/// ring of owners with one statement per round, dropping the owners that run out.
+#[tokio::test]
+async fn wide_uncapped_fair_claims_match_the_memory_store() {
+    compare_over_many_owners(false, 16).await;
+}
+
+async fn compare_over_many_owners(capped: bool, max_limit: u64) {
     let (pg, _guard) = open().await;
     let memory = MemoryStore::new();
     let owners: Vec<String> = std::iter::once(String::new())
@@ -216,7 +229,7 @@ async fn fair_claims_match_the_memory_store_over_many_owners() {
     for (n, name) in owners.iter().enumerate().skip(1) {
         let share = TenantShare {
             weight: nz(1 + u32::try_from(n % 3).expect("weight")),
-            cap: (n % 4 == 0).then(|| nz(2)),
+            cap: (capped && n % 4 == 0).then(|| nz(2)),
         };
         let id = TenantId::new(name.clone()).expect("id");
         pg.set_tenant_share(&id, share).await.expect("share");
@@ -234,7 +247,7 @@ async fn fair_claims_match_the_memory_store_over_many_owners() {
     let mut held: BTreeMap<String, (ClaimToken, ClaimToken)> = BTreeMap::new();
     for step in 0..60i64 {
         let now = t(10 + step * 20);
-        let mut request = fair(now, 1 + u32::try_from(rng.below(6)).expect("limit"));
+        let mut request = fair(now, 1 + u32::try_from(rng.below(max_limit)).expect("limit"));
         request.orphan_ttl_ms = 300;
         request.max_claim_attempts = nz(6);
         if request.limit.get() == 1 {
