@@ -827,24 +827,7 @@ fn long_values_are_cut_in_error_messages() {
 fn run_input_comes_from_a_file_or_stdin_and_bad_input_shows_the_parser_reason() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = sqlite_url(dir.path(), "input.db");
-    let graph = dir.path().join("text.json");
-    std::fs::write(
-        &graph,
-        r#"{"schema_version": 1, "id": "text",
-            "inputs": {"text": {"schema": {"type": "string"}}},
-            "nodes": {"a": {"implementation": "std.echo"}},
-            "edges": {"b": {"from": "$start", "to": "a"}, "e": {"from": "a", "to": "$finish"}}}"#,
-    )
-    .expect("write graph");
-    assert!(docket(&[
-        "graph",
-        "publish",
-        graph.to_str().expect("path"),
-        "--backend",
-        &url
-    ])
-    .status
-    .success());
+    publish_text_graph(dir.path(), &url);
     // 5 MB: far beyond what a command line carries.
     let big = "y".repeat(5 * 1024 * 1024);
     let input = dir.path().join("input.json");

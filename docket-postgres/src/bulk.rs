@@ -12,7 +12,7 @@
 
 use docket_core::model::{OwnerScope, Run};
 use docket_core::store::rules::transition::Init;
-use docket_core::store::{BatchedInit, Message, StoreError};
+use docket_core::store::{BatchedInit, StoreError};
 
 use crate::error;
 use crate::store::PostgresStore;
@@ -88,16 +88,7 @@ impl PostgresStore {
                 }
             }
         }
-        outcomes
-            .into_iter()
-            .map(|outcome| {
-                outcome.unwrap_or_else(|| {
-                    Err(StoreError::ambiguous(Message(
-                        "a batch member was left without an outcome".into(),
-                    )))
-                })
-            })
-            .collect()
+        crate::transitions::every_outcome(outcomes)
     }
 
     /// One transaction over the members still in play; `guarded` puts each under a

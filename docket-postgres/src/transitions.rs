@@ -292,16 +292,7 @@ impl PostgresStore {
                 }
             }
         }
-        outcomes
-            .into_iter()
-            .map(|outcome| {
-                outcome.unwrap_or_else(|| {
-                    Err(StoreError::ambiguous(Message(
-                        "a batch member was left without an outcome".into(),
-                    )))
-                })
-            })
-            .collect()
+        every_outcome(outcomes)
     }
 
     /// One transaction over the members still in play (`Some`).
@@ -509,4 +500,22 @@ fn conflict_seq(error: &sqlx::Error) -> Option<u64> {
 
 fn first_seq(events: &[Event]) -> u64 {
     events.first().map_or(0, |e| e.seq)
+}
+
+/// The outcome of each member of a batch, in order. A member the attempts left without one
+/// (every attempt settles all members or refuses one, so none should be) is `Ambiguous`
+/// rather than a panic: the caller re-reads it as after a lost connection.
+pub(crate) fn every_outcome<T>(
+    outcomes: Vec<Option<Result<T, StoreError>>>,
+) -> Vec<Result<T, StoreError>> {
+    outcomes
+        .into_iter()
+        .map(|outcome| {
+            outcome.unwrap_or_else(|| {
+                Err(StoreError::ambiguous(Message(
+                    "a batch member was left without an outcome".into(),
+                )))
+            })
+        })
+        .collect()
 }

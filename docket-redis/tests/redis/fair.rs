@@ -142,6 +142,15 @@ impl Pair {
             .map(|(id, (r, m, seq))| (id.clone(), r.clone(), m.clone(), *seq))
     }
 
+    /// Stores the same share of tenant `key` in both stores; describes the step.
+    async fn share(&self, key: &str, weight: u32, cap: Option<u32>) -> String {
+        let id = docket_core::model::TenantId::new(key).expect("tenant");
+        let s = share(weight, cap);
+        self.redis.set_tenant_share(&id, s).await.expect("share");
+        self.memory.set_tenant_share(&id, s).await.expect("share");
+        format!("share {key} {s:?}")
+    }
+
     async fn commit_held(&mut self, rng: &mut Rng) -> String {
         let Some((id, rtok, mtok, _)) = self.pick_held(rng) else {
             return "no claim".into();
@@ -472,11 +481,7 @@ async fn fair_claims_match_the_memory_store_step_by_step() {
                     let key = ["a", "b", "é", "z"][usize::try_from(rng.below(4)).unwrap_or(0)];
                     let cap = u32::try_from(rng.below(3)).unwrap_or(0);
                     let weight = u32::try_from(1 + rng.below(3)).unwrap_or(1);
-                    let id = docket_core::model::TenantId::new(key).expect("tenant");
-                    let s = share(weight, Some(cap));
-                    pair.redis.set_tenant_share(&id, s).await.expect("share");
-                    pair.memory.set_tenant_share(&id, s).await.expect("share");
-                    format!("share {key} {s:?}")
+                    pair.share(key, weight, Some(cap)).await
                 }
             };
             pair.compare_rows(&format!("seed {seed} step {step}: {what}"))
@@ -565,11 +570,7 @@ async fn wide_fair_claims_match_the_memory_store() {
                     } else {
                         let cap = u32::try_from(rng.below(6)).unwrap_or(0);
                         let weight = u32::try_from(1 + rng.below(4)).unwrap_or(1);
-                        let id = docket_core::model::TenantId::new(key).expect("tenant");
-                        let s = share(weight, Some(cap));
-                        pair.redis.set_tenant_share(&id, s).await.expect("share");
-                        pair.memory.set_tenant_share(&id, s).await.expect("share");
-                        format!("share {key} {s:?}")
+                        pair.share(key, weight, Some(cap)).await
                     }
                 }
             };
@@ -649,11 +650,7 @@ async fn one_run_fair_claims_match_the_memory_store() {
                     let weight = u32::try_from(1 + rng.below(3)).unwrap_or(1);
                     let cap = (rng.below(5) == 0).then_some(2);
                     capped.insert(key, cap.is_some());
-                    let id = docket_core::model::TenantId::new(key).expect("tenant");
-                    let s = share(weight, cap);
-                    pair.redis.set_tenant_share(&id, s).await.expect("share");
-                    pair.memory.set_tenant_share(&id, s).await.expect("share");
-                    format!("share {key} {s:?}")
+                    pair.share(key, weight, cap).await
                 }
             };
             pair.compare_rows(&format!("seed {seed} step {step}: {what}"))
