@@ -73,6 +73,13 @@ pub enum Op {
         /// First wake, in ms from now.
         wake_in: i64,
     },
+    /// `initialize_batch` of starts as in [`Op::Start`], each `(run, owner, wake_in)`; the
+    /// model starts them one by one in order (so a run id taken before the batch, or by an
+    /// earlier member, fails that member alone).
+    StartBatch {
+        /// The members, in order.
+        members: Vec<(u8, u8, i64)>,
+    },
     /// `claim_due` now.
     Claim {
         /// Outcome limit.
@@ -217,6 +224,11 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => (run(), 0u8..3, prop_oneof![Just(0i64), Just(500), Just(60_000)])
             .prop_map(|(run, owner, wake_in)| Op::Start { run, owner, wake_in }),
+        1 => prop::collection::vec(
+            (run(), 0u8..3, prop_oneof![Just(0i64), Just(500), Just(60_000)]),
+            0..5,
+        )
+        .prop_map(|members| Op::StartBatch { members }),
         4 => (
             1u32..4,
             prop_oneof![Just(0u64), Just(1_000), Just(60_000)],

@@ -12,8 +12,8 @@ use docket_core::model::{
 };
 use docket_core::runtime::Moment;
 use docket_core::store::{
-    AbandonBackoff, AbandonMode, AbandonPolicy, Backend, BatchedCommit, ClaimBatch, ClaimRequest,
-    ClaimedSchedule, PrunePolicy, ReleaseWake, RunStore, StoreError, TenantShare,
+    AbandonBackoff, AbandonMode, AbandonPolicy, Backend, BatchedCommit, BatchedInit, ClaimBatch,
+    ClaimRequest, ClaimedSchedule, PrunePolicy, ReleaseWake, RunStore, StoreError, TenantShare,
 };
 
 use super::ops::{Mode, Op, Sched, Seq, Tok, RUNS};
@@ -51,6 +51,25 @@ fn run_index(id: &RunId) -> Option<u8> {
 }
 
 /// Compares two results: equal values, or errors of the same kind.
+/// Member by member, as [`same`]: a batch call beside the same calls one by one.
+fn same_members<T: PartialEq + Debug>(
+    what: &str,
+    sut: &[Result<T, StoreError>],
+    model: &[Result<T, StoreError>],
+) -> Result<(), Divergence> {
+    if sut.len() != model.len() {
+        return Err(format!(
+            "{what}: {} outcomes for {} members",
+            sut.len(),
+            model.len()
+        ));
+    }
+    for (i, (a, b)) in sut.iter().zip(model).enumerate() {
+        same(&format!("{what} member {i}"), a, b)?;
+    }
+    Ok(())
+}
+
 fn same<T: PartialEq + Debug>(
     what: &str,
     sut: &Result<T, StoreError>,
@@ -200,6 +219,30 @@ impl World {
                     .await;
                 same("initialize", &a, &b)
             }
+            Op::StartBatch { ref members } => {
+                let batch: Vec<BatchedInit> = members
+                    .iter()
+                    .map(|&(run, o, wake_in)| {
+                        let graph = &self.graphs[usize::from(o)];
+                        let moment = init_moment(graph, &run_id(run), ValueMap::new(), now);
+                        BatchedInit {
+                            owner: graph.owner.clone(),
+                            proposal: init_proposal(&moment, now.add_millis(wake_in)),
+                            events: moment.events,
+                        }
+                    })
+                    .collect();
+                let a = sut.initialize_batch(batch.clone()).await;
+                let mut b = Vec::with_capacity(batch.len());
+                for member in batch {
+                    b.push(
+                        model
+                            .initialize(&member.owner, member.proposal, member.events)
+                            .await,
+                    );
+                }
+                same_members("initialize_batch", &a, &b)
+            }
             Op::Claim {
                 limit,
                 ttl_ms,
@@ -297,17 +340,7 @@ impl World {
                 for (s, proposal, events) in singles {
                     b.push(model.commit_claimed(&s, proposal, events).await);
                 }
-                if a.len() != b.len() {
-                    return Err(format!(
-                        "commit_claimed_batch: {} outcomes for {} members",
-                        a.len(),
-                        b.len()
-                    ));
-                }
-                for (i, (a, b)) in a.iter().zip(&b).enumerate() {
-                    same(&format!("commit_claimed_batch member {i}"), a, b)?;
-                }
-                Ok(())
+                same_members("commit_claimed_batch", &a, &b)
             }
             Op::Signal {
                 run,
