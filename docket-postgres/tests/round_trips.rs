@@ -178,26 +178,7 @@ async fn a_connection_lost_after_sending_a_write_is_ambiguous_and_before_a_read_
         .expect("probe");
     assert_eq!(seq == 2, has_event, "all or nothing");
     // Once the orphaned session is gone, the outcome is settled and a re-read resolves it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let busy: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity
-             WHERE pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE '%' || $1 || '%'
-               AND query NOT LIKE '%pg_stat_activity%'",
-        )
-        .bind(guard.schema())
-        .fetch_one(testing::pool(&direct))
-        .await
-        .expect("activity");
-        if busy == 0 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the orphaned statement never ended"
-        );
-        tokio::task::yield_now().await;
-    }
+    orphans_gone(&direct, guard.schema()).await;
     let stored = direct.fetch_run(&SYSTEM, &run.id).await.expect("re-read");
     let event2 = direct.fetch_event(&SYSTEM, &run.id, 2).await;
     if stored.checkpoint_seq == 2 {
@@ -224,6 +205,116 @@ async fn a_connection_lost_after_sending_a_write_is_ambiguous_and_before_a_read_
         .fetch_run(&SYSTEM, &run.id)
         .await
         .expect("after reconnecting");
+}
+
+/// Waits (with a deadline) until no session is still running a statement on `schema`: a
+/// statement whose connection was cut keeps running on the server until it ends.
+async fn orphans_gone(direct: &PostgresStore, schema: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let busy: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE '%' || $1 || '%'
+               AND query NOT LIKE '%pg_stat_activity%'",
+        )
+        .bind(schema)
+        .fetch_one(testing::pool(direct))
+        .await
+        .expect("activity");
+        if busy == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the orphaned statement never ended"
+        );
+        tokio::task::yield_now().await;
+    }
+}
+
+/// A commit batch whose connection is lost fails as a whole: every member gets the same
+/// error — retryable `Unavailable` when the cut comes before `COMMIT` was sent (nothing can
+/// have been written), `Ambiguous` when it comes with the `COMMIT` — and once the orphaned
+/// session is gone a re-read settles it: all of the batch or none of it.
+#[tokio::test]
+async fn a_commit_batch_whose_connection_is_lost_fails_every_member_and_a_re_read_settles_it() {
+    let (direct, guard) = open().await;
+    let proxy = Proxy::start(upstream()).await;
+    let store = proxied(guard.schema(), &proxy).await;
+    // Batches delivered before the cut: `BEGIN`, then the first member's statement
+    // (cut there), or `BEGIN`, both members' statements, then `COMMIT` (cut there).
+    for (round, cut_at) in [(0i64, 2u64), (1, 4)] {
+        let ids = [format!("a{round}"), format!("b{round}")];
+        let mut runs = Vec::new();
+        for id in &ids {
+            runs.push(start(&direct, &OwnerScope::Tenantless, id, t(0)).await);
+        }
+        let leases = store
+            .claim_due(&policy(t(1), 2))
+            .await
+            .expect("claim")
+            .leases;
+        assert_eq!(leases.len(), 2);
+        let mut members = Vec::new();
+        let mut proposals = Vec::new();
+        for run in &runs {
+            let lease = leases.iter().find(|l| l.run_id == run.id).expect("leased");
+            let proposal = next(run, t(2));
+            members.push(docket_core::store::BatchedCommit {
+                scope: SYSTEM,
+                proposal: claimed(
+                    proposal.clone(),
+                    1,
+                    &lease.claim_token,
+                    ClaimedSchedule::RetainClaim,
+                    t(2),
+                ),
+                events: vec![event(&proposal, 2, t(2), "cut")],
+            });
+            proposals.push(proposal);
+        }
+        proxy.cut_after_executes(cut_at);
+        let outcomes = store.commit_claimed_batch(members).await;
+        assert_eq!(outcomes.len(), 2);
+        for outcome in &outcomes {
+            if cut_at == 4 {
+                assert!(
+                    matches!(outcome, Err(StoreError::Ambiguous { .. })),
+                    "cut at COMMIT: {outcomes:?}"
+                );
+            } else {
+                assert!(
+                    matches!(
+                        outcome,
+                        Err(StoreError::Unavailable {
+                            retryable: true,
+                            ..
+                        })
+                    ),
+                    "cut before COMMIT: {outcomes:?}"
+                );
+            }
+        }
+        orphans_gone(&direct, guard.schema()).await;
+        let mut applied = Vec::new();
+        for (run, proposal) in runs.iter().zip(&proposals) {
+            let stored = direct.fetch_run(&SYSTEM, &run.id).await.expect("re-read");
+            if stored.checkpoint_seq == 2 {
+                assert_eq!(&stored, proposal);
+                applied.push(true);
+            } else {
+                assert_eq!(&stored, run);
+                applied.push(false);
+            }
+        }
+        assert!(
+            applied.iter().all(|&a| a == applied[0]),
+            "all of the batch or none of it: {applied:?}"
+        );
+        if cut_at == 2 {
+            assert_eq!(applied, [false, false], "nothing was committed");
+        }
+    }
 }
 
 /// The session's prepared statements whose name starts with `prefix`.

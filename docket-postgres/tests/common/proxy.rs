@@ -17,7 +17,8 @@ use tokio::net::{TcpListener, TcpStream};
 #[derive(Default)]
 pub struct Counters {
     round_trips: AtomicU64,
-    cut_next_execute: AtomicBool,
+    /// Statement-executing batches still to deliver before the cut; 0: no cut armed.
+    cut_countdown: AtomicU64,
 }
 
 pub struct Proxy {
@@ -62,7 +63,13 @@ impl Proxy {
     /// The next batch that executes a statement is delivered to the server, then both sides
     /// of that connection are closed before any answer is relayed.
     pub fn cut_after_next_execute(&self) {
-        self.counters.cut_next_execute.store(true, Ordering::SeqCst);
+        self.cut_after_executes(1);
+    }
+
+    /// As [`Proxy::cut_after_next_execute`], for the `n`-th batch from now that executes a
+    /// statement (`BEGIN` and `COMMIT`, sent as simple queries, count too).
+    pub fn cut_after_executes(&self, n: u64) {
+        self.counters.cut_countdown.store(n, Ordering::SeqCst);
     }
 }
 
@@ -140,7 +147,11 @@ async fn client_to_server(
                     counters.round_trips.fetch_add(1, Ordering::SeqCst);
                 }
                 let cutting = (has_execute || kind == b'Q')
-                    && counters.cut_next_execute.swap(false, Ordering::SeqCst);
+                    && counters.cut_countdown.fetch_update(
+                        Ordering::SeqCst,
+                        Ordering::SeqCst,
+                        |n| n.checked_sub(1),
+                    ) == Ok(1);
                 if cutting {
                     cut.store(true, Ordering::SeqCst);
                 }
