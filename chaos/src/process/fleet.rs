@@ -64,7 +64,7 @@ impl Fleet {
     }
 
     fn spawn(&self, index: usize, generation: u32) -> Result<Child, String> {
-        let name = format!("worker-{index}-{generation}");
+        let name = incarnation(index, generation);
         let log = File::create(self.dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
         let log_err = log.try_clone().map_err(|e| e.to_string())?;
         Command::new(&self.binary)
@@ -180,6 +180,19 @@ impl Fleet {
         }
     }
 
+    /// The journal file of the process now in slot `index`.
+    #[must_use]
+    pub fn journal(&self, index: usize) -> PathBuf {
+        let name = incarnation(index, self.slots[index].generation);
+        self.dir.join(format!("{name}.jsonl"))
+    }
+
+    /// The directory holding every journal and log.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Every journal file any incarnation wrote.
     ///
     /// # Errors
@@ -187,6 +200,11 @@ impl Fleet {
     pub fn journals(&self) -> Result<Vec<PathBuf>, String> {
         journals_in(&self.dir)
     }
+}
+
+/// The name of a process's journal and log files, without the extension.
+fn incarnation(index: usize, generation: u32) -> String {
+    format!("worker-{index}-{generation}")
 }
 
 /// The `*.jsonl` files in `dir`.

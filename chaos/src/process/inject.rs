@@ -1,8 +1,14 @@
 //! The injector: fires a run's seeded fault plan as its runs settle — kills (on SQLite, of a
-//! worker seen holding the write lock when the draw says so), freezes just past the orphan
-//! TTL (several at once, never every worker), server crash-restarts and armed drops — and
-//! counts what it actually did.
+//! worker seen holding the write lock when the draw says so), freezes (several at once, never
+//! every worker), server crash-restarts and armed drops — and counts what it actually did.
+//!
+//! A freeze either stops a worker at once and continues it just past the orphan TTL, or
+//! (three in four) waits for the worker's next claim, stops it, and continues it the moment
+//! another worker's journal shows a claim of one of the runs it holds, so its stale write
+//! races the thief's first commit (at most three TTLs: a thief busy with ready runs may not
+//! steal at all).
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,10 +25,79 @@ use crate::process::proxy::Proxy;
 use crate::process::report::ProcessFaults;
 use crate::process::servers::{PrivatePostgres, PrivateRedis};
 use crate::process::sqlite_lock::{shm_inode, write_lock_holders};
+use crate::process::steal_watch::MintTail;
 use crate::workload::unfinished;
 
 /// How often the injector looks at progress.
 const POLL: Duration = Duration::from_millis(100);
+
+/// How often it looks for steals while a worker is frozen: a thief commits a few milliseconds
+/// after it claims, and the thaw must come first.
+const STEAL_POLL: Duration = Duration::from_millis(2);
+
+/// One frozen worker.
+struct Frozen {
+    /// Its slot.
+    index: usize,
+    /// When it was frozen.
+    since: Instant,
+    /// When it is thawed at the latest.
+    until: Instant,
+    /// Its journal file.
+    journal: PathBuf,
+    /// The runs it was handed claims for just before the freeze (a freeze ended by a steal
+    /// waits for one; empty for the others).
+    held: HashSet<String>,
+    /// The mints read before the freeze (later ones may be steals).
+    mark: usize,
+}
+
+impl Frozen {
+    /// Whether to thaw it now: its hold is over, or another worker has claimed one of the runs
+    /// it held (a steal: it cannot have handed them back while stopped).
+    fn due(&self, tail: &MintTail) -> bool {
+        Instant::now() >= self.until || tail.stolen_since(self.mark, &self.journal, &self.held)
+    }
+}
+
+/// A freeze waiting for its worker's next claim (so the worker surely holds a run when it
+/// stops), for at most [`ARM_WAIT`].
+struct Armed {
+    index: usize,
+    journal: PathBuf,
+    /// The mints read when it was armed.
+    mark: usize,
+    /// When it freezes anyway.
+    deadline: Instant,
+}
+
+/// How long an armed freeze waits for a claim.
+const ARM_WAIT: Duration = Duration::from_millis(500);
+
+/// Freezes slot `index` now, for at most `hold`; a freeze armed at `armed` (a mark of the
+/// tail) also ends at a steal of a run the worker claimed since.
+fn freeze_now(
+    world: &World,
+    tail: &mut MintTail,
+    index: usize,
+    hold: Duration,
+    armed: Option<usize>,
+) -> Result<Frozen, String> {
+    let journal = lock(&world.fleet).journal(index);
+    lock(&world.fleet).freeze(index)?;
+    let since = Instant::now();
+    // Read after the stop: every claim it made is in its journal by now.
+    tail.catch_up()?;
+    let held = armed.map_or_else(HashSet::new, |mark| tail.claimed_since(mark, &journal));
+    Ok(Frozen {
+        index,
+        since,
+        until: since + hold,
+        journal,
+        held,
+        mark: tail.mark(),
+    })
+}
 
 /// The private server, if the backend has one.
 pub(crate) enum Server {
@@ -78,26 +153,62 @@ pub(crate) async fn inject(
     let mut rng = StdRng::seed_from_u64(seed ^ 0x00F0_0D5E);
     let mut faults = ProcessFaults::default();
     let mut next = 0;
-    // Frozen workers: (slot, frozen at, thaw at). Several at once, never all.
-    let mut frozen: Vec<(usize, Instant, Instant)> = Vec::new();
-    let workers = lock(&world.fleet).len();
+    // Frozen workers: several at once, never all.
+    let mut frozen: Vec<Frozen> = Vec::new();
+    let (workers, dir) = {
+        let fleet = lock(&world.fleet);
+        (fleet.len(), fleet.dir().to_owned())
+    };
+    let mut tail = MintTail::new(&dir);
+    let ttl = world.orphan_ttl;
+    let mut looked = None::<Instant>;
+    let mut armed: Option<Armed> = None;
     loop {
         let stopping = stop.load(Ordering::SeqCst);
+        if armed.is_some() || !frozen.is_empty() {
+            tail.catch_up()?;
+        }
         let mut still = Vec::new();
-        for (index, since, until) in frozen.drain(..) {
-            if Instant::now() >= until || stopping {
-                lock(&world.fleet).thaw(index)?;
-                if since.elapsed() > world.orphan_ttl {
+        for worker in frozen.drain(..) {
+            if stopping || worker.due(&tail) {
+                lock(&world.fleet).thaw(worker.index)?;
+                let stolen = !stopping && Instant::now() < worker.until;
+                if stolen || worker.since.elapsed() > ttl {
                     faults.freezes += 1;
                 }
+                if stolen {
+                    faults.thawed_on_steal += 1;
+                }
             } else {
-                still.push((index, since, until));
+                still.push(worker);
             }
         }
         frozen = still;
-        if stopping || (next == plan.len() && frozen.is_empty()) {
+        if let Some(a) = armed.take() {
+            // Stopping: it was never frozen, nothing to thaw.
+            let claimed = !tail.claimed_since(a.mark, &a.journal).is_empty();
+            if !stopping && (claimed || Instant::now() >= a.deadline) {
+                frozen.push(freeze_now(
+                    &world,
+                    &mut tail,
+                    a.index,
+                    ttl * 3,
+                    Some(a.mark),
+                )?);
+            } else if !stopping {
+                armed = Some(a);
+            }
+        }
+        if stopping || (next == plan.len() && frozen.is_empty() && armed.is_none()) {
             return Ok(faults);
         }
+        // Progress (a read of the store) is looked at every POLL; steals in between.
+        if looked.is_some_and(|at| at.elapsed() < POLL) {
+            let watching = armed.is_some() || !frozen.is_empty();
+            tokio::time::sleep(if watching { STEAL_POLL } else { POLL }).await;
+            continue;
+        }
+        looked = Some(Instant::now());
         let settled = match unfinished(world.store.as_ref()).await {
             Ok(open) => world.runs.saturating_sub(open.len() as u64),
             Err(_) => 0,
@@ -109,7 +220,11 @@ pub(crate) async fn inject(
                     // SQLite: every other kill waits (briefly) for a worker holding the
                     // write lock, so writers die mid-transaction.
                     if world.sqlite_db.is_some() && rng.gen_bool(0.5) {
-                        let busy: Vec<usize> = frozen.iter().map(|(i, _, _)| *i).collect();
+                        let busy: Vec<usize> = frozen
+                            .iter()
+                            .map(|f| f.index)
+                            .chain(armed.as_ref().map(|a| a.index))
+                            .collect();
                         if kill_writer(&world, &busy).await? {
                             faults.kills += 1;
                             faults.kills_holding_write_lock += 1;
@@ -118,7 +233,10 @@ pub(crate) async fn inject(
                         }
                     }
                     let candidates: Vec<usize> = (0..workers)
-                        .filter(|i| frozen.iter().all(|(f, _, _)| f != i))
+                        .filter(|i| {
+                            frozen.iter().all(|f| f.index != *i)
+                                && armed.as_ref().is_none_or(|a| a.index != *i)
+                        })
                         .collect();
                     let index = candidates[rng.gen_range(0..candidates.len())];
                     if lock(&world.fleet).kill_and_restart(index)? {
@@ -128,21 +246,34 @@ pub(crate) async fn inject(
                     }
                 }
                 Fault::Freeze => {
-                    let candidates: Vec<usize> = (0..workers)
-                        .filter(|i| frozen.iter().all(|(f, _, _)| f != i))
-                        .collect();
-                    if candidates.len() < 2 {
-                        // Never freeze the last running worker: this one waits for a thaw.
+                    let busy = |i: &usize| {
+                        frozen.iter().any(|f| f.index == *i)
+                            || armed.as_ref().is_some_and(|a| a.index == *i)
+                    };
+                    let candidates: Vec<usize> = (0..workers).filter(|i| !busy(i)).collect();
+                    if candidates.len() < 2 || armed.is_some() {
+                        // Never freeze the last running worker, and arm one freeze at a time:
+                        // this one waits.
                         break;
                     }
                     let index = candidates[rng.gen_range(0..candidates.len())];
-                    let ttl = world.orphan_ttl;
-                    // Just past the TTL, so the thaw often races the thief's first commit
-                    // (the case a missing token check lets through).
-                    let hold = ttl + Duration::from_millis(rng.gen_range(30..400));
-                    lock(&world.fleet).freeze(index)?;
-                    let now = Instant::now();
-                    frozen.push((index, now, now + hold));
+                    // Three freezes in four wait for the worker's next claim, then hold it
+                    // until a thief claims one of its runs (or three TTLs pass): the thaw then
+                    // races the thief's first commit, the case a missing token check lets
+                    // through. The rest freeze now and thaw at a random moment just past the
+                    // TTL.
+                    if rng.gen_bool(0.75) {
+                        tail.catch_up()?;
+                        armed = Some(Armed {
+                            index,
+                            journal: lock(&world.fleet).journal(index),
+                            mark: tail.mark(),
+                            deadline: Instant::now() + ARM_WAIT,
+                        });
+                    } else {
+                        let hold = ttl + Duration::from_millis(rng.gen_range(30..400));
+                        frozen.push(freeze_now(&world, &mut tail, index, hold, None)?);
+                    }
                 }
                 Fault::Restart => {
                     let down = Duration::from_millis(rng.gen_range(200..800));
@@ -160,7 +291,6 @@ pub(crate) async fn inject(
             }
             next += 1;
         }
-        tokio::time::sleep(POLL).await;
     }
 }
 

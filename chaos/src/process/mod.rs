@@ -10,6 +10,7 @@
 //! * [`plan`] — the seeded fault schedule;
 //! * [`sqlite_lock`] — who holds a SQLite file's write lock (to kill a writer mid-transaction);
 //! * [`inject`] — fires the plan as runs settle;
+//! * [`steal_watch`] — spots a thief's claim of a frozen worker's run, to thaw it then;
 //! * [`orchestrate`] — one run, start to verdict;
 //! * [`report`] — the headline, table and JSON.
 
@@ -22,3 +23,4 @@ pub mod proxy;
 pub mod report;
 pub mod servers;
 pub mod sqlite_lock;
+pub(crate) mod steal_watch;

@@ -16,8 +16,13 @@ pub struct ProcessFaults {
     /// Of the kills (SQLite), those of a worker seen holding the database's write lock
     /// (mid-transaction) just before the signal.
     pub kills_holding_write_lock: u64,
-    /// Workers held in SIGSTOP past the orphan TTL, then continued.
+    /// Workers held in SIGSTOP past the orphan TTL (or until another worker claimed one of
+    /// their runs), then continued.
     pub freezes: u64,
+    /// Of the freezes, those ended the moment another worker was seen claiming one of the
+    /// frozen worker's runs.
+    #[serde(default)]
+    pub thawed_on_steal: u64,
     /// Crash-restarts of the private server.
     pub restarts: u64,
     /// Connections cut by the proxy after forwarding a commit (the reply dropped).
@@ -126,6 +131,7 @@ impl ProcessReport {
                 f.kills_holding_write_lock.to_string(),
             ),
             ("freezes past the TTL", f.freezes.to_string()),
+            ("  ended by a steal", f.thawed_on_steal.to_string()),
             ("server restarts", f.restarts.to_string()),
             (
                 "replies dropped (forwarded)",
