@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use common::*;
 use docket_core::model::{RunStatus, Scope};
-use docket_core::store::{ReleaseWake, RunStore, StoreError, StoreErrorKind};
+use docket_core::store::{
+    BatchedCommit, ClaimedSchedule, ReleaseWake, RunStore, StoreError, StoreErrorKind,
+};
 use docket_sqlite::testing::{execute_sql, raw_snapshot, SqliteGuard};
 use docket_sqlite::{SqliteOptions, SqliteStore, Synchronous, SCHEMA_VERSION};
 
@@ -200,6 +202,77 @@ async fn a_write_lock_held_elsewhere_past_the_busy_timeout_is_retryable_and_chan
         .commit_unclaimed(&Scope::System, 1, proposal, events)
         .await
         .unwrap();
+}
+
+/// A whole batch fails as one when its transaction cannot begin: every member gets the same
+/// retryable error, nothing is written, and the same batch lands in full once the lock is free.
+#[tokio::test]
+async fn a_commit_batch_that_cannot_take_the_write_lock_fails_every_member_alike_and_changes_nothing(
+) {
+    let fx = fx_with(SqliteOptions::default().with_busy_timeout(Duration::from_millis(100))).await;
+    fx.start("r1", t(0)).await;
+    fx.start("r2", t(0)).await;
+    let leases = fx
+        .store
+        .claim_due(&policy(t(1), 2))
+        .await
+        .expect("claim")
+        .leases;
+    assert_eq!(leases.len(), 2);
+    let mut members = Vec::new();
+    for lease in &leases {
+        let current = fx
+            .store
+            .fetch_run(&Scope::System, &lease.run_id)
+            .await
+            .expect("fetch");
+        let (next, events) = advance(&current, RunStatus::Running, t(2));
+        members.push(BatchedCommit {
+            scope: Scope::System,
+            proposal: claimed(
+                next,
+                current.checkpoint_seq,
+                &lease.claim_token,
+                ClaimedSchedule::RetainClaim,
+                t(2),
+            ),
+            events,
+        });
+    }
+    let mut other = rusqlite::Connection::open(fx.guard.path()).unwrap();
+    let holder = other
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let before = fx.snapshot();
+    let outcomes = fx.store.commit_claimed_batch(members.clone()).await;
+    assert_eq!(before, fx.snapshot(), "a failed batch changed the store");
+    assert_eq!(outcomes.len(), 2);
+    let errors: Vec<StoreError> = outcomes
+        .into_iter()
+        .map(|o| o.expect_err("no member can land without the lock"))
+        .collect();
+    for error in &errors {
+        assert_eq!(error.kind(), StoreErrorKind::Unavailable, "{error:?}");
+        assert!(error.is_retryable(), "{error:?}");
+    }
+    assert_eq!(
+        errors[0].to_string(),
+        errors[1].to_string(),
+        "one failure, told alike"
+    );
+    drop(holder);
+    let outcomes = fx.store.commit_claimed_batch(members.clone()).await;
+    for (outcome, member) in outcomes.into_iter().zip(&members) {
+        let stored = outcome.expect("the same batch lands once the lock is free");
+        assert_eq!(stored.checkpoint_seq, member.proposal.run.checkpoint_seq);
+        assert_eq!(
+            fx.store
+                .fetch_run(&Scope::System, &stored.id)
+                .await
+                .expect("re-read"),
+            stored
+        );
+    }
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@
 //! * [`plan`] — the seeded fault schedule;
 //! * [`sqlite_lock`] — who holds a SQLite file's write lock (to kill a writer mid-transaction);
 //! * [`inject`] — fires the plan as runs settle;
-//! * [`steal_watch`] — spots a thief's claim of a frozen worker's run, to thaw it then;
+//! * `steal_watch` — spots a thief's claim of a frozen worker's run, to thaw it then;
 //! * [`orchestrate`] — one run, start to verdict;
 //! * [`report`] — the headline, table and JSON.
 

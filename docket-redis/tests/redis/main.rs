@@ -3,6 +3,7 @@
 //! fails the tests.
 
 mod admin;
+mod batch_cut;
 mod claims;
 mod common;
 mod corruption;
