@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use docket_core::model::{OwnerScope, RunStatus, Scope};
 use docket_core::store::{BatchedCommit, ClaimedSchedule, RunStore, StoreErrorKind};
-use docket_redis::testing::test_url;
 use docket_redis::{RedisOptions, RedisStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 use crate::common::*;
+use crate::proxy::spawn_proxy;
 
 /// Where the second command of a pipeline starts in `bytes` (the `*` of its array header),
 /// if `bytes` holds the start of at least two `EVALSHA` commands.
@@ -33,22 +33,8 @@ fn second_evalsha(bytes: &[u8]) -> Option<usize> {
 /// `EVALSHA` calls, waits for that command's reply (so its script has run), and then closes
 /// both connections: the rest of the pipeline never reaches the server, and the client hears
 /// nothing.
-async fn cutting_proxy(upstream: String, armed: Arc<AtomicBool>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let upstream = upstream.clone();
-            let armed = armed.clone();
-            tokio::spawn(async move {
-                let Ok(server) = TcpStream::connect(&upstream).await else {
-                    return;
-                };
-                relay(client, server, armed).await;
-            });
-        }
-    });
-    format!("redis://{addr}")
+async fn cutting_proxy(armed: Arc<AtomicBool>) -> String {
+    spawn_proxy(move |client, server| relay(client, server, armed.clone())).await
 }
 
 async fn relay(mut client: TcpStream, mut server: TcpStream, armed: Arc<AtomicBool>) {
@@ -95,13 +81,7 @@ async fn a_batch_cut_part_way_through_its_pipeline_is_ambiguous_for_every_member
 ) {
     let fx = two_claimed_runs().await;
     let armed = Arc::new(AtomicBool::new(false));
-    let host = test_url()
-        .split_once("://")
-        .map(|(_, rest)| rest.rsplit_once('@').map_or(rest, |(_, h)| h))
-        .expect("url")
-        .trim_end_matches('/')
-        .to_owned();
-    let url = cutting_proxy(host, armed.clone()).await;
+    let url = cutting_proxy(armed.clone()).await;
     let proxied = RedisStore::open(RedisOptions::new(url, fx.fx.store.namespace()))
         .await
         .expect("connect through the proxy");

@@ -10,6 +10,7 @@ mod corruption;
 mod fail_points;
 mod fair;
 mod ops;
+mod proxy;
 mod prune;
 mod rejections;
 mod server;

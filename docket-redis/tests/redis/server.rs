@@ -14,6 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::common::*;
+use crate::proxy::spawn_proxy;
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -191,22 +192,8 @@ async fn the_wake_subscriber_reconnects_after_its_connection_is_killed() {
 /// A TCP proxy that, once armed, forwards the next `EVALSHA` to the server, waits for the
 /// server's reply (so the script has run) and then drops the client connection instead of
 /// relaying it — a connection lost after the write was sent. `NOSCRIPT` replies are relayed.
-async fn lossy_proxy(upstream: String, armed: Arc<AtomicBool>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let upstream = upstream.clone();
-            let armed = armed.clone();
-            tokio::spawn(async move {
-                let Ok(server) = TcpStream::connect(&upstream).await else {
-                    return;
-                };
-                relay(client, server, armed).await;
-            });
-        }
-    });
-    format!("redis://{addr}")
+async fn lossy_proxy(armed: Arc<AtomicBool>) -> String {
+    spawn_proxy(move |client, server| relay(client, server, armed.clone())).await
 }
 
 async fn relay(mut client: TcpStream, mut server: TcpStream, armed: Arc<AtomicBool>) {
@@ -238,15 +225,8 @@ async fn relay(mut client: TcpStream, mut server: TcpStream, armed: Arc<AtomicBo
 #[tokio::test]
 async fn a_reply_lost_after_a_write_was_sent_is_ambiguous() {
     let fx = open().await;
-    let upstream = test_url();
-    let host = upstream
-        .split_once("://")
-        .map(|(_, rest)| rest.rsplit_once('@').map_or(rest, |(_, h)| h))
-        .expect("url")
-        .trim_end_matches('/')
-        .to_owned();
     let armed = Arc::new(AtomicBool::new(false));
-    let url = lossy_proxy(host, armed.clone()).await;
+    let url = lossy_proxy(armed.clone()).await;
     let proxied = RedisStore::open(RedisOptions::new(url, fx.store.namespace()))
         .await
         .expect("connect through the proxy");
@@ -293,9 +273,8 @@ async fn a_registry_reply_lost_after_the_write_was_sent_is_ambiguous() {
         OpsLifecycleRegistry, SessionId,
     };
     let fx = open().await;
-    let host = upstream_host();
     let armed = Arc::new(AtomicBool::new(false));
-    let url = lossy_proxy(host, armed.clone()).await;
+    let url = lossy_proxy(armed.clone()).await;
     let proxied = RedisStore::open(RedisOptions::new(url, fx.store.namespace()))
         .await
         .expect("connect through the proxy");
@@ -343,17 +322,6 @@ async fn a_registry_reply_lost_after_the_write_was_sent_is_ambiguous() {
     assert_eq!(record.status, OperationStatus::Running);
 }
 
-/// The `host:port` of the test server.
-fn upstream_host() -> String {
-    let upstream = test_url();
-    upstream
-        .split_once("://")
-        .map(|(_, rest)| rest.rsplit_once('@').map_or(rest, |(_, h)| h))
-        .expect("url")
-        .trim_end_matches('/')
-        .to_owned()
-}
-
 #[tokio::test]
 async fn a_server_that_accepts_and_never_answers_fails_the_connect_within_its_timeout() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -384,46 +352,38 @@ async fn a_server_that_accepts_and_never_answers_fails_the_connect_within_its_ti
 }
 
 /// A TCP proxy that relays both ways until `stalled` is set, then swallows every reply.
-async fn stalling_proxy(upstream: String, stalled: Arc<AtomicBool>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((mut client, _)) = listener.accept().await {
-            let upstream = upstream.clone();
-            let stalled = stalled.clone();
-            tokio::spawn(async move {
-                let Ok(mut server) = TcpStream::connect(&upstream).await else {
-                    return;
-                };
-                let (mut cbuf, mut sbuf) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
-                loop {
-                    tokio::select! {
-                        n = client.read(&mut cbuf) => {
-                            let Ok(n) = n else { return };
-                            if n == 0 || server.write_all(&cbuf[..n]).await.is_err() { return; }
-                        }
-                        n = server.read(&mut sbuf) => {
-                            let Ok(n) = n else { return };
-                            if n == 0 { return; }
-                            if !stalled.load(Ordering::SeqCst)
-                                && client.write_all(&sbuf[..n]).await.is_err()
-                            {
-                                return;
-                            }
+async fn stalling_proxy(stalled: Arc<AtomicBool>) -> String {
+    spawn_proxy(move |mut client, mut server| {
+        let stalled = stalled.clone();
+        async move {
+            let (mut cbuf, mut sbuf) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+            loop {
+                tokio::select! {
+                    n = client.read(&mut cbuf) => {
+                        let Ok(n) = n else { return };
+                        if n == 0 || server.write_all(&cbuf[..n]).await.is_err() { return; }
+                    }
+                    n = server.read(&mut sbuf) => {
+                        let Ok(n) = n else { return };
+                        if n == 0 { return; }
+                        if !stalled.load(Ordering::SeqCst)
+                            && client.write_all(&sbuf[..n]).await.is_err()
+                        {
+                            return;
                         }
                     }
                 }
-            });
+            }
         }
-    });
-    format!("redis://{addr}")
+    })
+    .await
 }
 
 #[tokio::test]
 async fn a_reply_that_never_comes_fails_the_call_after_the_statement_timeout() {
     let fx = open().await;
     let stalled = Arc::new(AtomicBool::new(false));
-    let proxy = stalling_proxy(upstream_host(), stalled.clone()).await;
+    let proxy = stalling_proxy(stalled.clone()).await;
     let config = docket_redis::parse_url(&format!(
         "{proxy}?namespace={}&statement_timeout_ms=300",
         fx.store.namespace()
