@@ -74,6 +74,15 @@ struct Armed {
 /// How long an armed freeze waits for a claim.
 const ARM_WAIT: Duration = Duration::from_millis(500);
 
+/// The slots a fault must leave alone: frozen, or armed to freeze.
+fn occupied(frozen: &[Frozen], armed: Option<&Armed>) -> Vec<usize> {
+    frozen
+        .iter()
+        .map(|f| f.index)
+        .chain(armed.map(|a| a.index))
+        .collect()
+}
+
 /// Freezes slot `index` now, for at most `hold`; a freeze armed at `armed` (a mark of the
 /// tail) also ends at a steal of a run the worker claimed since.
 fn freeze_now(
@@ -219,25 +228,18 @@ pub(crate) async fn inject(
                 Fault::Kill => {
                     // SQLite: every other kill waits (briefly) for a worker holding the
                     // write lock, so writers die mid-transaction.
-                    if world.sqlite_db.is_some() && rng.gen_bool(0.5) {
-                        let busy: Vec<usize> = frozen
-                            .iter()
-                            .map(|f| f.index)
-                            .chain(armed.as_ref().map(|a| a.index))
-                            .collect();
-                        if kill_writer(&world, &busy).await? {
-                            faults.kills += 1;
-                            faults.kills_holding_write_lock += 1;
-                            next += 1;
-                            continue;
-                        }
+                    let busy = occupied(&frozen, armed.as_ref());
+                    if world.sqlite_db.is_some()
+                        && rng.gen_bool(0.5)
+                        && kill_writer(&world, &busy).await?
+                    {
+                        faults.kills += 1;
+                        faults.kills_holding_write_lock += 1;
+                        next += 1;
+                        continue;
                     }
-                    let candidates: Vec<usize> = (0..workers)
-                        .filter(|i| {
-                            frozen.iter().all(|f| f.index != *i)
-                                && armed.as_ref().is_none_or(|a| a.index != *i)
-                        })
-                        .collect();
+                    let candidates: Vec<usize> =
+                        (0..workers).filter(|i| !busy.contains(i)).collect();
                     let index = candidates[rng.gen_range(0..candidates.len())];
                     if lock(&world.fleet).kill_and_restart(index)? {
                         faults.kills += 1;
@@ -246,11 +248,9 @@ pub(crate) async fn inject(
                     }
                 }
                 Fault::Freeze => {
-                    let busy = |i: &usize| {
-                        frozen.iter().any(|f| f.index == *i)
-                            || armed.as_ref().is_some_and(|a| a.index == *i)
-                    };
-                    let candidates: Vec<usize> = (0..workers).filter(|i| !busy(i)).collect();
+                    let busy = occupied(&frozen, armed.as_ref());
+                    let candidates: Vec<usize> =
+                        (0..workers).filter(|i| !busy.contains(i)).collect();
                     if candidates.len() < 2 || armed.is_some() {
                         // Never freeze the last running worker, and arm one freeze at a time:
                         // this one waits.

@@ -101,20 +101,19 @@ async fn a_batch_cut_part_way_through_its_pipeline_is_ambiguous_for_every_member
 
     // The first member's script ran; the second never reached the server. Each re-read says
     // so on its own.
-    let first = fx
-        .fx
-        .store
-        .fetch_run(&Scope::System, &fx.runs[0].id)
-        .await
-        .expect("re-read");
-    assert_eq!(first, fx.members[0].proposal.run, "the first member landed");
-    let second = fx
-        .fx
-        .store
-        .fetch_run(&Scope::System, &fx.runs[1].id)
-        .await
-        .expect("re-read");
-    assert_eq!(second, fx.runs[1], "the second member did not");
+    let expected = [
+        (&fx.members[0].proposal.run, "the first member landed"),
+        (&fx.runs[1], "the second member did not"),
+    ];
+    for (run, (want, why)) in fx.runs.iter().zip(expected) {
+        let stored = fx
+            .fx
+            .store
+            .fetch_run(&Scope::System, &run.id)
+            .await
+            .expect("re-read");
+        assert_eq!(&stored, want, "{why}");
+    }
 
     // The unsent member still holds its claim and its seq: sent again, it lands; the landed
     // one sent again is stale.
