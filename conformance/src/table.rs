@@ -185,6 +185,7 @@ macro_rules! __case_table {
             batches {
                 a_batch_commits_every_winner_under_its_own_fences,
                 losers_in_a_batch_fail_alone_and_write_nothing,
+                a_member_contradicting_a_stored_event_fails_alone,
                 members_of_one_run_chain_like_consecutive_calls,
                 an_empty_batch_changes_nothing,
             }

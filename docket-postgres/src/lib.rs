@@ -3,6 +3,7 @@
 mod bulk;
 mod claims;
 mod codec;
+mod commit_batch;
 mod error;
 mod fair;
 mod graphs;

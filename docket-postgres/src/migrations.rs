@@ -20,7 +20,7 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 6;
+pub const LATEST_VERSION: i32 = 7;
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -52,6 +52,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 6,
         description: "tenant-fair claims picked one run at a time with index probes",
         sql: include_str!("sql/v6.sql"),
+    },
+    Migration {
+        version: 7,
+        description: "the member-naming event conflict of one-statement commit batches",
+        sql: include_str!("sql/v7.sql"),
     },
 ];
 

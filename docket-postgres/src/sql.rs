@@ -411,6 +411,7 @@ pub(crate) const SUMMARY_COLUMNS: &str = "run_id, tenant_id, graph_id, graph_has
 pub(crate) struct Sql {
     pub initialize: String,
     pub commit_claimed: String,
+    pub commit_claimed_batch: String,
     pub insert_events: String,
     pub claim_due: String,
     pub explain_claim_due: String,
@@ -445,6 +446,7 @@ impl Sql {
         Sql {
             initialize: r(&initialize()),
             commit_claimed: r(&commit_claimed()),
+            commit_claimed_batch: r(crate::commit_batch::COMMIT_CLAIMED_BATCH),
             insert_events: r(&insert_events()),
             claim_due: r(CLAIM_DUE),
             explain_claim_due: r(&format!("EXPLAIN {CLAIM_DUE}")),

@@ -11,8 +11,7 @@ use docket_core::model::{Event, OwnerScope, Run, Scope};
 use docket_core::store::rules::events::StoredEvent;
 use docket_core::store::rules::transition::{allowed_from, Commit, Init};
 use docket_core::store::{
-    BatchedCommit, ClaimedCommit, ClaimedSchedule, InitProposal, Message, StoreError,
-    UnclaimedCommit,
+    ClaimedCommit, ClaimedSchedule, InitProposal, Message, StoreError, UnclaimedCommit,
 };
 use sqlx::Row;
 
@@ -51,6 +50,77 @@ fn bind_ops(query: Statement<'_>, ops: OpsColumns) -> Statement<'_> {
 /// Whether a recorded wake is due at the caller's `now` (hint subscribers only then).
 fn wake_is_due(wake_at: Option<i64>, now: i64) -> bool {
     wake_at.is_some_and(|at| at <= now)
+}
+
+/// Everything the fenced statement of one claimed commit binds, encoded once: the single
+/// statement binds it as scalars, a batch appends it to its arrays.
+pub(crate) struct ClaimedBinds<'c> {
+    pub run_id: &'c str,
+    pub system: bool,
+    pub scope_key: String,
+    pub graph_id: &'c str,
+    pub graph_hash: &'c str,
+    /// The fence: the stored `checkpoint_seq` and claim token the commit expects.
+    pub expected: i64,
+    pub token: String,
+    pub columns: RunColumns,
+    /// The operational columns as `Commit::committed_state` leaves them (schedule applied).
+    pub ops: OpsColumns,
+    pub events: EventArrays,
+    /// The caller's clock, stored as the events' `inserted_at`.
+    pub now: i64,
+    /// Whether the new wake is due now, so hint subscribers are told.
+    pub notify: bool,
+    /// The stored statuses that may become the proposed one (`allowed_from`).
+    pub allowed: Vec<String>,
+    pub keeps_admission: bool,
+}
+
+/// Encodes `commit` for its fenced statement; `None` when no stored row can match it (a
+/// token this store never minted, a seq past `i64`).
+///
+/// # Errors
+/// Encoding errors of the proposed run or events.
+pub(crate) fn claimed_binds<'c>(
+    scope: &Scope,
+    commit: &'c Commit,
+) -> Result<Option<ClaimedBinds<'c>>, StoreError> {
+    let Some(token) = commit.fence().token().and_then(codec::token_uuid) else {
+        return Ok(None);
+    };
+    let Ok(expected) = i64::try_from(commit.expected_seq()) else {
+        return Ok(None);
+    };
+    let run = commit.run();
+    let columns = codec::encode_run(run)?;
+    let events = codec::encode_events(commit.events())?;
+    // The stored marker is not read: the statement keeps or clears it as `keeps_admission`
+    // says.
+    let ops = codec::encode_ops(&commit.committed_state(None));
+    let now = commit.now().as_micros();
+    let notify = matches!(commit.fence().schedule(), ClaimedSchedule::Release(_))
+        && wake_is_due(ops.wake_at, now);
+    let allowed = allowed_from(run.status)
+        .iter()
+        .map(|status| status.as_str().to_owned())
+        .collect();
+    let (system, scope_key) = scope_binds(scope);
+    Ok(Some(ClaimedBinds {
+        run_id: run.id.as_str(),
+        system,
+        scope_key,
+        graph_id: run.graph_id.as_str(),
+        graph_hash: run.graph_hash.as_str(),
+        expected,
+        token,
+        columns,
+        ops,
+        events,
+        now,
+        notify,
+        allowed,
+        keeps_admission: commit.keeps_admission(),
+    }))
 }
 
 impl PostgresStore {
@@ -159,37 +229,37 @@ impl PostgresStore {
     ///
     /// # Errors
     /// Encoding errors of the proposed run or events.
-    fn claimed_statement<'s>(
+    pub(crate) fn claimed_statement<'s>(
         &'s self,
         scope: &Scope,
         commit: &'s Commit,
     ) -> Result<Option<Statement<'s>>, StoreError> {
-        let Some(token) = commit.fence().token().and_then(codec::token_uuid) else {
+        let Some(binds) = claimed_binds(scope, commit)? else {
             return Ok(None);
         };
-        let Ok(expected) = i64::try_from(commit.expected_seq()) else {
-            return Ok(None);
-        };
-        let run = commit.run();
-        let columns = codec::encode_run(run)?;
-        let arrays = codec::encode_events(commit.events())?;
-        // The stored marker is not read: the statement keeps or clears it with `$37`.
-        let new_ops = codec::encode_ops(&commit.committed_state(None));
-        let now = commit.now().as_micros();
-        let notify = matches!(commit.fence().schedule(), ClaimedSchedule::Release(_))
-            && wake_is_due(new_ops.wake_at, now);
-        let allowed: Vec<String> = allowed_from(run.status)
-            .iter()
-            .map(|status| status.as_str().to_owned())
-            .collect();
-        let (system, scope_key) = scope_binds(scope);
+        let ClaimedBinds {
+            run_id,
+            system,
+            scope_key,
+            graph_id,
+            graph_hash,
+            expected,
+            token,
+            columns,
+            ops,
+            events,
+            now,
+            notify,
+            allowed,
+            keeps_admission,
+        } = binds;
         let query = self
             .q(&self.sql().commit_claimed)
-            .bind(run.id.as_str())
+            .bind(run_id)
             .bind(system)
             .bind(scope_key)
-            .bind(run.graph_id.as_str())
-            .bind(run.graph_hash.as_str())
+            .bind(graph_id)
+            .bind(graph_hash)
             .bind(columns.started_at)
             .bind(expected)
             .bind(token)
@@ -200,21 +270,21 @@ impl PostgresStore {
             .bind(columns.document)
             .bind(columns.updated_at)
             .bind(columns.finished_at)
-            .bind(new_ops.latest_checkpoint_type)
-            .bind(new_ops.claim_token)
-            .bind(new_ops.claimed_at)
-            .bind(new_ops.wake_at);
+            .bind(ops.latest_checkpoint_type)
+            .bind(ops.claim_token)
+            .bind(ops.claimed_at)
+            .bind(ops.wake_at);
         Ok(Some(
-            bind_events(query, arrays)
+            bind_events(query, events)
                 .bind(now)
                 .bind(notify)
                 .bind(self.schema())
                 .bind(allowed)
-                .bind(new_ops.claim_attempts)
-                .bind(new_ops.claim_abandons)
-                .bind(new_ops.poisoned_at)
-                .bind(new_ops.poison_reason)
-                .bind(commit.keeps_admission()),
+                .bind(ops.claim_attempts)
+                .bind(ops.claim_abandons)
+                .bind(ops.poisoned_at)
+                .bind(ops.poison_reason)
+                .bind(keeps_admission),
         ))
     }
 
@@ -222,7 +292,7 @@ impl PostgresStore {
     /// transaction for a batch member), classified by the kernel's order: not visible →
     /// `NotFound`; then `Commit::check_head` (identity → `InvalidTransition`; fences →
     /// `StaleCheckpoint`; status matrix → `InvalidTransition`).
-    async fn classify_claimed_failure(
+    pub(crate) async fn classify_claimed_failure(
         &self,
         conn: &mut sqlx::PgConnection,
         scope: &Scope,
@@ -245,130 +315,6 @@ impl PostgresStore {
         // Everything matches now, so the row moved and came back between the two reads:
         // this proposal did not commit.
         Err(StoreError::StaleCheckpoint)
-    }
-
-    /// `commit_claimed_batch`: the members' fenced statements in one transaction, in order —
-    /// one durable commit (one WAL flush) for the batch. A member whose statement matches no
-    /// row is classified by a read inside the same transaction, so it answers what a single
-    /// call at that point would. A member whose events conflict aborts the transaction: it
-    /// is answered `EventConflict` and the batch is sent again without it (nothing of the
-    /// aborted attempt was committed). Any other failure before `COMMIT` fails the pending
-    /// members with a retryable error (nothing committed); a lost `COMMIT` makes every
-    /// winner `Ambiguous`.
-    pub(crate) async fn do_commit_claimed_batch(
-        &self,
-        commits: Vec<BatchedCommit>,
-    ) -> Vec<Result<Run, StoreError>> {
-        let mut outcomes: Vec<Option<Result<Run, StoreError>>> = Vec::with_capacity(commits.len());
-        let mut members: Vec<Option<(Scope, Commit)>> = Vec::with_capacity(commits.len());
-        for BatchedCommit {
-            scope,
-            proposal,
-            events,
-        } in commits
-        {
-            match Commit::claimed(proposal, &events) {
-                Ok(commit) => {
-                    members.push(Some((scope, commit)));
-                    outcomes.push(None);
-                }
-                Err(e) => {
-                    members.push(None);
-                    outcomes.push(Some(Err(e)));
-                }
-            }
-        }
-        loop {
-            match self.batch_attempt(&members).await {
-                Attempt::Settled(settled) => {
-                    for (index, outcome) in settled {
-                        outcomes[index] = Some(outcome);
-                    }
-                    break;
-                }
-                Attempt::Conflict { index, error } => {
-                    members[index] = None;
-                    outcomes[index] = Some(Err(error));
-                }
-            }
-        }
-        every_outcome(outcomes)
-    }
-
-    /// One transaction over the members still in play (`Some`).
-    async fn batch_attempt(&self, members: &[Option<(Scope, Commit)>]) -> Attempt {
-        let pending = || members.iter().enumerate().filter(|(_, m)| m.is_some());
-        let fail_all = |error: StoreError| {
-            Attempt::Settled(pending().map(|(i, _)| (i, Err(error.clone()))).collect())
-        };
-        let mut conn = match self.conn().await {
-            Ok(conn) => conn,
-            Err(e) => return fail_all(e),
-        };
-        let mut tx = match self.begin(&mut conn).await {
-            Ok(tx) => tx,
-            Err(e) => return fail_all(e),
-        };
-        let mut settled = Vec::new();
-        for (index, member) in pending() {
-            let Some((scope, commit)) = member else {
-                continue;
-            };
-            let statement = match self.claimed_statement(scope, commit) {
-                Ok(statement) => statement,
-                Err(e) => {
-                    // Encoding refused before anything was sent for this member.
-                    settled.push((index, Err(e)));
-                    continue;
-                }
-            };
-            let written = match statement {
-                None => false,
-                Some(query) => match query.fetch_one(&mut tx).await {
-                    Ok(row) => match row.try_get::<i64, _>("updated") {
-                        Ok(updated) => updated == 1,
-                        Err(e) => {
-                            let _ = tx.rollback().await;
-                            return fail_all(error::safe(e));
-                        }
-                    },
-                    Err(e) if error::sqlstate(&e).as_deref() == Some(EVENT_CONFLICT) => {
-                        let _ = tx.rollback().await;
-                        return Attempt::Conflict {
-                            index,
-                            error: StoreError::EventConflict {
-                                seq: conflict_seq(&e).unwrap_or_else(|| first_seq(commit.events())),
-                            },
-                        };
-                    }
-                    Err(e) => {
-                        let _ = tx.rollback().await;
-                        return fail_all(error::safe(e));
-                    }
-                },
-            };
-            if written {
-                settled.push((index, Ok(commit.run().clone())));
-                continue;
-            }
-            match self.classify_claimed_failure(&mut tx, scope, commit).await {
-                Err(e @ (StoreError::Unavailable { .. } | StoreError::Ambiguous { .. })) => {
-                    // The read failed, and the transaction with it.
-                    let _ = tx.rollback().await;
-                    return fail_all(e);
-                }
-                outcome => settled.push((index, outcome)),
-            }
-        }
-        if let Err(e) = tx.commit().await {
-            let error = error::sent(e);
-            for (_, outcome) in &mut settled {
-                if outcome.is_ok() {
-                    *outcome = Err(error.clone());
-                }
-            }
-        }
-        Attempt::Settled(settled)
     }
 
     pub(crate) async fn do_commit_unclaimed(
@@ -483,22 +429,13 @@ impl PostgresStore {
 }
 
 /// The seq named in the DETAIL of our `DK001` error.
-/// How one transaction of a batch ended.
-enum Attempt {
-    /// Every member in play has its outcome (index into the batch).
-    Settled(Vec<(usize, Result<Run, StoreError>)>),
-    /// The member at `index` conflicts with stored events; its statement aborted the
-    /// transaction, which committed nothing.
-    Conflict { index: usize, error: StoreError },
-}
-
-fn conflict_seq(error: &sqlx::Error) -> Option<u64> {
+pub(crate) fn conflict_seq(error: &sqlx::Error) -> Option<u64> {
     crate::error::DriverError::from_sqlx(error)
         .detail
         .and_then(|d| d.trim().parse().ok())
 }
 
-fn first_seq(events: &[Event]) -> u64 {
+pub(crate) fn first_seq(events: &[Event]) -> u64 {
     events.first().map_or(0, |e| e.seq)
 }
 

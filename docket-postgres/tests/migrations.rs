@@ -357,10 +357,11 @@ async fn a_version_3_store_with_runs_migrates_to_tenant_fair_claiming() {
     let lease = claim_one(&store, t(1)).await;
     start(&store, &tenant("a"), "a-due", t(0)).await;
     start(&store, &tenant("b"), "b-due", t(0)).await;
-    // Back to what version 3 stored: the objects versions 4 to 6 added are gone.
+    // Back to what version 3 stored: the objects versions 4 to 7 added are gone.
     let mut conn = admin().await;
     sqlx::raw_sql(&format!(
         "DROP FUNCTION {schema}.docket_claim_fair;
+         DROP FUNCTION {schema}.raise_batch_event_conflict;
          DROP TABLE {schema}.claim_cursor, {schema}.tenant_shares;
          DROP INDEX {schema}.runs_ready_owner_index;
          ALTER TABLE {schema}.runs DROP COLUMN admitted_at;

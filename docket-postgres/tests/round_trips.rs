@@ -7,7 +7,7 @@ mod common;
 
 use common::proxy::Proxy;
 use common::*;
-use docket_core::model::{EventQuery, OwnerScope, RunQuery, RunStatus};
+use docket_core::model::{EventQuery, OwnerScope, Run, RunQuery, RunStatus};
 use docket_core::store::{
     ClaimPolicy, ClaimRequest, ClaimedSchedule, ReleaseWake, RunStore, StoreError,
 };
@@ -178,7 +178,7 @@ async fn a_connection_lost_after_sending_a_write_is_ambiguous_and_before_a_read_
         .expect("probe");
     assert_eq!(seq == 2, has_event, "all or nothing");
     // Once the orphaned session is gone, the outcome is settled and a re-read resolves it.
-    orphans_gone(&direct, guard.schema()).await;
+    cut_sessions_gone(&direct, &proxy).await;
     let stored = direct.fetch_run(&SYSTEM, &run.id).await.expect("re-read");
     let event2 = direct.fetch_event(&SYSTEM, &run.id, 2).await;
     if stored.checkpoint_seq == 2 {
@@ -207,72 +207,157 @@ async fn a_connection_lost_after_sending_a_write_is_ambiguous_and_before_a_read_
         .expect("after reconnecting");
 }
 
-/// Waits (with a deadline) until no session is still running a statement on `schema`: a
-/// statement whose connection was cut keeps running on the server until it ends.
-async fn orphans_gone(direct: &PostgresStore, schema: &str) {
+/// Waits (with a deadline) until the server has no session left from a connection the proxy
+/// cut. Such a session runs what it was sent to the end, commits or rolls back, and only then
+/// reads the close and exits; while it is listed, the outcome may still change. (Checking
+/// for a non-idle session instead is racy: one whose statement is still in its socket
+/// buffer shows as idle.)
+async fn cut_sessions_gone(direct: &PostgresStore, proxy: &Proxy) {
+    let ports: Vec<i32> = proxy.cut_ports().into_iter().map(i32::from).collect();
+    assert!(!ports.is_empty(), "no connection was cut");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let busy: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity
-             WHERE pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE '%' || $1 || '%'
-               AND query NOT LIKE '%pg_stat_activity%'",
-        )
-        .bind(schema)
-        .fetch_one(testing::pool(direct))
-        .await
-        .expect("activity");
-        if busy == 0 {
+        let listed: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE client_port = ANY($1)")
+                .bind(&ports)
+                .fetch_one(testing::pool(direct))
+                .await
+                .expect("activity");
+        if listed == 0 {
             return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the orphaned statement never ended"
+            "a cut session never ended"
         );
         tokio::task::yield_now().await;
     }
 }
 
-/// A commit batch whose connection is lost fails as a whole: every member gets the same
-/// error — retryable `Unavailable` when the cut comes before `COMMIT` was sent (nothing can
-/// have been written), `Ambiguous` when it comes with the `COMMIT` — and once the orphaned
-/// session is gone a re-read settles it: all of the batch or none of it.
+/// Claims the runs `ids` (started fresh) through `store` and proposes each run's next
+/// checkpoint, claim retained: the members of a batch, and the proposals they carry.
+async fn next_moments(
+    direct: &PostgresStore,
+    store: &PostgresStore,
+    ids: &[String],
+) -> (Vec<Run>, Vec<docket_core::store::BatchedCommit>, Vec<Run>) {
+    let mut runs = Vec::new();
+    for id in ids {
+        runs.push(start(direct, &OwnerScope::Tenantless, id, t(0)).await);
+    }
+    let limit = u32::try_from(ids.len()).expect("few runs");
+    let leases = store
+        .claim_due(&policy(t(1), limit))
+        .await
+        .expect("claim")
+        .leases;
+    assert_eq!(leases.len(), ids.len());
+    let mut members = Vec::new();
+    let mut proposals = Vec::new();
+    for run in &runs {
+        let lease = leases.iter().find(|l| l.run_id == run.id).expect("leased");
+        let proposal = next(run, t(2));
+        members.push(docket_core::store::BatchedCommit {
+            scope: SYSTEM,
+            proposal: claimed(
+                proposal.clone(),
+                1,
+                &lease.claim_token,
+                ClaimedSchedule::RetainClaim,
+                t(2),
+            ),
+            events: vec![event(&proposal, 2, t(2), "batch")],
+        });
+        proposals.push(proposal);
+    }
+    (runs, members, proposals)
+}
+
+/// Re-reads each run once no cut session is left: every one still as it was or every one as
+/// proposed — all of the batch or none of it. Returns whether the batch was applied.
+async fn all_or_none(direct: &PostgresStore, proxy: &Proxy, runs: &[Run], applied: &[Run]) -> bool {
+    cut_sessions_gone(direct, proxy).await;
+    let mut landed = Vec::new();
+    for (run, proposal) in runs.iter().zip(applied) {
+        let stored = direct.fetch_run(&SYSTEM, &run.id).await.expect("re-read");
+        if stored.checkpoint_seq == proposal.checkpoint_seq {
+            assert_eq!(&stored, proposal);
+            landed.push(true);
+        } else {
+            assert_eq!(&stored, run);
+            landed.push(false);
+        }
+    }
+    assert!(
+        landed.iter().all(|&a| a == landed[0]),
+        "all of the batch or none of it: {landed:?}"
+    );
+    landed[0]
+}
+
+/// A batch of claimed commits on distinct runs is one statement: one round trip for the
+/// whole batch. When its connection is lost after the statement was sent, every member is
+/// `Ambiguous`, and once the cut session is gone a re-read settles it: all or none.
 #[tokio::test]
-async fn a_commit_batch_whose_connection_is_lost_fails_every_member_and_a_re_read_settles_it() {
+async fn a_commit_batch_is_one_round_trip_and_a_lost_one_is_ambiguous_for_every_member() {
+    let (direct, guard) = open().await;
+    let proxy = Proxy::start(upstream()).await;
+    let store = proxied(guard.schema(), &proxy).await;
+    // The first batch prepares the statement on the connection (one more round trip).
+    for (round, size) in [(0, 2), (1, 4)] {
+        let ids: Vec<String> = (0..size).map(|i| format!("whole{round}-{i}")).collect();
+        let (_, members, proposals) = next_moments(&direct, &store, &ids).await;
+        let before = proxy.round_trips();
+        let outcomes = store.commit_claimed_batch(members).await;
+        if round == 1 {
+            assert_eq!(proxy.round_trips() - before, 1, "one statement");
+        }
+        for (outcome, proposal) in outcomes.into_iter().zip(&proposals) {
+            assert_eq!(&outcome.expect("landed"), proposal);
+        }
+    }
+
+    let ids: Vec<String> = (0..2).map(|i| format!("cut{i}")).collect();
+    let (runs, members, proposals) = next_moments(&direct, &store, &ids).await;
+    proxy.cut_after_next_execute();
+    let outcomes = store.commit_claimed_batch(members).await;
+    assert_eq!(outcomes.len(), 2);
+    for outcome in &outcomes {
+        assert!(
+            matches!(outcome, Err(StoreError::Ambiguous { .. })),
+            "{outcomes:?}"
+        );
+    }
+    all_or_none(&direct, &proxy, &runs, &proposals).await;
+}
+
+/// A batch that names one run twice is applied in order inside one transaction (the second
+/// member builds on the first); when its connection is lost it fails as a whole: retryable
+/// `Unavailable` when the cut comes before `COMMIT` was sent (nothing can have been
+/// written), `Ambiguous` when it comes with the `COMMIT`; a re-read settles it.
+#[tokio::test]
+async fn a_commit_batch_naming_a_run_twice_whose_connection_is_lost_fails_as_a_whole() {
     let (direct, guard) = open().await;
     let proxy = Proxy::start(upstream()).await;
     let store = proxied(guard.schema(), &proxy).await;
     // Batches delivered before the cut: `BEGIN`, then the first member's statement
     // (cut there), or `BEGIN`, both members' statements, then `COMMIT` (cut there).
-    for (round, cut_at) in [(0i64, 2u64), (1, 4)] {
-        let ids = [format!("a{round}"), format!("b{round}")];
-        let mut runs = Vec::new();
-        for id in &ids {
-            runs.push(start(&direct, &OwnerScope::Tenantless, id, t(0)).await);
-        }
-        let leases = store
-            .claim_due(&policy(t(1), 2))
-            .await
-            .expect("claim")
-            .leases;
-        assert_eq!(leases.len(), 2);
-        let mut members = Vec::new();
-        let mut proposals = Vec::new();
-        for run in &runs {
-            let lease = leases.iter().find(|l| l.run_id == run.id).expect("leased");
-            let proposal = next(run, t(2));
-            members.push(docket_core::store::BatchedCommit {
-                scope: SYSTEM,
-                proposal: claimed(
-                    proposal.clone(),
-                    1,
-                    &lease.claim_token,
-                    ClaimedSchedule::RetainClaim,
-                    t(2),
-                ),
-                events: vec![event(&proposal, 2, t(2), "cut")],
-            });
-            proposals.push(proposal);
-        }
+    for (round, cut_at) in [(0, 2u64), (1, 4)] {
+        let (runs, mut members, proposals) =
+            next_moments(&direct, &store, &[format!("twice{round}")]).await;
+        let first = &proposals[0];
+        let second = next(first, t(3));
+        members.push(docket_core::store::BatchedCommit {
+            scope: SYSTEM,
+            proposal: claimed(
+                second.clone(),
+                first.checkpoint_seq,
+                &members[0].proposal.claim_token.clone(),
+                ClaimedSchedule::RetainClaim,
+                t(3),
+            ),
+            events: vec![event(&second, 3, t(3), "again")],
+        });
         proxy.cut_after_executes(cut_at);
         let outcomes = store.commit_claimed_batch(members).await;
         assert_eq!(outcomes.len(), 2);
@@ -295,24 +380,9 @@ async fn a_commit_batch_whose_connection_is_lost_fails_every_member_and_a_re_rea
                 );
             }
         }
-        orphans_gone(&direct, guard.schema()).await;
-        let mut applied = Vec::new();
-        for (run, proposal) in runs.iter().zip(&proposals) {
-            let stored = direct.fetch_run(&SYSTEM, &run.id).await.expect("re-read");
-            if stored.checkpoint_seq == 2 {
-                assert_eq!(&stored, proposal);
-                applied.push(true);
-            } else {
-                assert_eq!(&stored, run);
-                applied.push(false);
-            }
-        }
-        assert!(
-            applied.iter().all(|&a| a == applied[0]),
-            "all of the batch or none of it: {applied:?}"
-        );
+        let landed = all_or_none(&direct, &proxy, &runs, &[second]).await;
         if cut_at == 2 {
-            assert_eq!(applied, [false, false], "nothing was committed");
+            assert!(!landed, "nothing was committed");
         }
     }
 }

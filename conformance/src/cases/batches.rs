@@ -119,6 +119,40 @@ pub async fn losers_in_a_batch_fail_alone_and_write_nothing(env: &Env<'_>) {
     }
 }
 
+/// A member contradicting one of its run's stored events is an `EventConflict` naming that
+/// seq and writes nothing, not even its fresh events; the members around it land as if it
+/// had not been sent.
+pub async fn a_member_contradicting_a_stored_event_fails_alone(env: &Env<'_>) {
+    let claimed = claimed_runs(env, &["before", "conflict", "after"]).await;
+    let (run, _) = &claimed[1];
+    let before = observed(env, &run.id).await;
+    let mut members: Vec<BatchedCommit> = claimed
+        .iter()
+        .map(|(run, lease)| member(run, &lease.claim_token, t(20)))
+        .collect();
+    let mut contradiction = before.2[0].clone();
+    contradiction.payload.insert("changed".into(), json!(true));
+    let contradicted = contradiction.seq;
+    members[1].events.insert(0, contradiction);
+    let outcomes = env.store().commit_claimed_batch(members).await;
+    assert!(
+        matches!(&outcomes[1], Err(StoreError::EventConflict { seq }) if *seq == contradicted),
+        "{:?}",
+        outcomes[1]
+    );
+    assert_eq!(
+        observed(env, &run.id).await,
+        before,
+        "the conflicting member wrote nothing"
+    );
+    for i in [0, 2] {
+        let (run, _) = &claimed[i];
+        let landed = outcomes[i].as_ref().expect("a neighbour lands");
+        assert_eq!(landed.checkpoint_seq, run.checkpoint_seq + 1);
+        assert_eq!(&env.fetch(&run.id).await, landed, "{}", run.id);
+    }
+}
+
 /// Two members of one run chain like two calls: the second builds on the first's commit,
 /// and a third presenting the first's base again has lost the fence.
 pub async fn members_of_one_run_chain_like_consecutive_calls(env: &Env<'_>) {

@@ -43,11 +43,19 @@ impl Literal for i32 {
     }
 }
 
+impl Element for i32 {
+    const ARRAY: &'static str = "int4[]";
+}
+
 impl Literal for bool {
     const TYPE: &'static str = "bool";
     fn write(&self, out: &mut String) {
         out.push_str(if *self { "true" } else { "false" });
     }
+}
+
+impl Element for bool {
+    const ARRAY: &'static str = "bool[]";
 }
 
 impl Literal for str {

@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -19,6 +19,9 @@ pub struct Counters {
     round_trips: AtomicU64,
     /// Statement-executing batches still to deliver before the cut; 0: no cut armed.
     cut_countdown: AtomicU64,
+    /// The proxy's local port on the server side of every connection cut so far: the
+    /// `client_port` under which the server lists that connection's session.
+    cut_ports: Mutex<Vec<u16>>,
 }
 
 pub struct Proxy {
@@ -45,7 +48,10 @@ impl Proxy {
                 let Ok(server) = TcpStream::connect(&upstream).await else {
                     continue;
                 };
-                tokio::spawn(relay(client, server, shared.clone()));
+                let Ok(local) = server.local_addr() else {
+                    continue;
+                };
+                tokio::spawn(relay(client, server, local.port(), shared.clone()));
             }
         });
         Proxy {
@@ -66,6 +72,16 @@ impl Proxy {
         self.cut_after_executes(1);
     }
 
+    /// The server-side ports of the connections cut so far, oldest first. A cut connection's
+    /// session stays on the server (running what it was sent) until it reads the close.
+    pub fn cut_ports(&self) -> Vec<u16> {
+        self.counters
+            .cut_ports
+            .lock()
+            .expect("cut ports lock")
+            .clone()
+    }
+
     /// As [`Proxy::cut_after_next_execute`], for the `n`-th batch from now that executes a
     /// statement (`BEGIN` and `COMMIT`, sent as simple queries, count too).
     pub fn cut_after_executes(&self, n: u64) {
@@ -73,12 +89,12 @@ impl Proxy {
     }
 }
 
-async fn relay(client: TcpStream, server: TcpStream, counters: Arc<Counters>) {
+async fn relay(client: TcpStream, server: TcpStream, port: u16, counters: Arc<Counters>) {
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
     let cut = Arc::new(AtomicBool::new(false));
     let back = tokio::spawn(server_to_client(server_read, client_write, cut.clone()));
-    client_to_server(client_read, server_write, counters, cut).await;
+    client_to_server(client_read, server_write, port, counters, cut).await;
     back.abort();
 }
 
@@ -109,6 +125,7 @@ fn len_of(bytes: &[u8]) -> usize {
 async fn client_to_server(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
+    port: u16,
     counters: Arc<Counters>,
     cut: Arc<AtomicBool>,
 ) {
@@ -154,6 +171,13 @@ async fn client_to_server(
                     ) == Ok(1);
                 if cutting {
                     cut.store(true, Ordering::SeqCst);
+                    // Recorded before the client can see the close, so a caller that got
+                    // its error back always finds the port here.
+                    counters
+                        .cut_ports
+                        .lock()
+                        .expect("cut ports lock")
+                        .push(port);
                 }
                 if to.write_all(&batch).await.is_err() {
                     return;

@@ -1,0 +1,377 @@
+//! A batch of claimed commits on distinct runs as one statement: one round trip, one
+//! transaction.
+//!
+//! The members travel as parallel arrays, one element per member (its place in the batch,
+//! `member`), and their events as parallel arrays tagged with the member they belong to. The
+//! statement is the single claimed commit's, applied to every member at once:
+//!
+//! * `updated`: one `UPDATE … FROM` the members, each row fenced exactly as the single
+//!   statement fences it (run id, scope, immutable identity, `checkpoint_seq`, claim token,
+//!   the status matrix); it returns the members it wrote.
+//! * `inserted`: the events of the members written, appended idempotently (an identical
+//!   stored event is kept, a different one is not returned).
+//! * `conflict`: if a written member proposed an event that differs from a stored one, the
+//!   statement raises `DK001` naming that member (the lowest one), so nothing of the batch
+//!   commits; the caller answers that member and sends the rest again.
+//! * `notified`: one `pg_notify` if any written member's new wake is due.
+//!
+//! The members are sent in run-id order, so that two batches touching the same runs (only
+//! a stale holder racing the run's new holder can do that) lock the rows they share in the
+//! same order; the engine never waits on that lock otherwise.
+
+use std::collections::HashSet;
+
+use docket_core::store::{Message, StoreError};
+use sqlx::Row;
+
+use super::{pending, Attempt, Members};
+use crate::codec::EventArrays;
+use crate::error::{self, EVENT_CONFLICT};
+use crate::statement::Statement;
+use crate::store::PostgresStore;
+use crate::transitions::{claimed_binds, ClaimedBinds};
+
+/// `commit_claimed_batch` for members on distinct runs. `$1..=$28` the members' arrays
+/// (see [`BatchArrays::bind`]), `$29` the events' members, `$30..=$38` the events' arrays,
+/// `$39` the notification payload.
+pub(crate) const COMMIT_CLAIMED_BATCH: &str = "WITH m AS (
+        SELECT * FROM unnest($1::int4[], $2::text[], $3::bool[], $4::text[], $5::text[],
+            $6::text[], $7::int8[], $8::int8[], $9::text[], $10::text[], $11::int8[],
+            $12::int8[], $13::int8[], $14::bytea[], $15::int8[], $16::int8[], $17::text[],
+            $18::text[], $19::int8[], $20::int8[], $21::int4[], $22::int4[], $23::int8[],
+            $24::text[], $25::bool[], $26::text[], $27::bool[], $28::int8[])
+        AS m(member, run_id, system, scope_key, graph_id, graph_hash, started_at, expected,
+             token, status, step, checkpoint_seq, event_seq, document, updated_at,
+             finished_at, latest_checkpoint_type, new_token, claimed_at, wake_at,
+             claim_attempts, claim_abandons, poisoned_at, poison_reason, keep_admission,
+             allowed, notify, now)
+    ), updated AS (
+        UPDATE {s}.runs AS r SET
+            status = m.status, step = m.step, checkpoint_seq = m.checkpoint_seq,
+            event_seq = m.event_seq, document = m.document, updated_at = m.updated_at,
+            finished_at = m.finished_at, latest_checkpoint_type = m.latest_checkpoint_type,
+            claim_token = m.new_token::uuid, claimed_at = m.claimed_at, wake_at = m.wake_at,
+            claim_attempts = m.claim_attempts, claim_abandons = m.claim_abandons,
+            poisoned_at = m.poisoned_at, poison_reason = m.poison_reason,
+            admitted_at = CASE WHEN m.keep_admission THEN r.admitted_at END
+        FROM m
+        WHERE r.run_id = m.run_id
+          AND (m.system OR r.scope_key = m.scope_key)
+          AND r.graph_id = m.graph_id AND r.graph_hash = m.graph_hash
+          AND r.started_at = m.started_at
+          AND r.checkpoint_seq = m.expected
+          AND r.claim_token = m.token::uuid
+          AND r.status = ANY(string_to_array(m.allowed, ','))
+        RETURNING m.member, r.run_id, m.now, m.notify
+    ), proposed AS (
+        SELECT * FROM unnest($29::int4[], $30::int8[], $31::text[], $32::int8[], $33::text[],
+            $34::text[], $35::text[], $36::bytea[], $37::bytea[], $38::int8[])
+        AS p(member, seq, event_type, step, node_id, channel_id, task_id, payload, metadata,
+             occurred_at)
+    ), inserted AS (
+        INSERT INTO {s}.events AS e (run_id, seq, event_type, step, node_id, channel_id,
+            task_id, payload, metadata, occurred_at, inserted_at)
+        SELECT u.run_id, p.seq, p.event_type, p.step, p.node_id, p.channel_id, p.task_id,
+            p.payload, p.metadata, p.occurred_at, u.now
+        FROM proposed AS p JOIN updated AS u ON u.member = p.member
+        ON CONFLICT (run_id, seq) DO UPDATE SET run_id = EXCLUDED.run_id
+        WHERE e.event_type = EXCLUDED.event_type
+          AND e.step = EXCLUDED.step
+          AND e.node_id IS NOT DISTINCT FROM EXCLUDED.node_id
+          AND e.channel_id IS NOT DISTINCT FROM EXCLUDED.channel_id
+          AND e.task_id IS NOT DISTINCT FROM EXCLUDED.task_id
+          AND e.payload = EXCLUDED.payload
+          AND e.metadata = EXCLUDED.metadata
+          AND e.occurred_at = EXCLUDED.occurred_at
+        RETURNING e.run_id, e.seq
+    ), conflict AS (
+        SELECT {s}.raise_batch_event_conflict(c.member, c.seq) AS seq
+        FROM (SELECT p.member, min(p.seq) AS seq
+              FROM proposed AS p JOIN updated AS u ON u.member = p.member
+              WHERE NOT EXISTS (SELECT 1 FROM inserted AS i
+                                WHERE i.run_id = u.run_id AND i.seq = p.seq)
+              GROUP BY p.member ORDER BY p.member LIMIT 1) AS c
+    ), notified AS (
+        SELECT pg_notify('docket_wake', $39)
+        FROM (SELECT 1 FROM updated WHERE notify LIMIT 1) AS n
+    )
+    SELECT (SELECT array_agg(member) FROM updated) AS written,
+           (SELECT count(*) FROM conflict) AS conflicts,
+           (SELECT count(*) FROM notified) AS notified";
+
+/// The members of one statement as the parallel arrays it unnests.
+#[derive(Default)]
+struct BatchArrays {
+    member: Vec<i32>,
+    run_id: Vec<String>,
+    system: Vec<bool>,
+    scope_key: Vec<String>,
+    graph_id: Vec<String>,
+    graph_hash: Vec<String>,
+    started_at: Vec<i64>,
+    expected: Vec<i64>,
+    token: Vec<String>,
+    status: Vec<String>,
+    step: Vec<i64>,
+    checkpoint_seq: Vec<i64>,
+    event_seq: Vec<i64>,
+    document: Vec<Vec<u8>>,
+    updated_at: Vec<i64>,
+    finished_at: Vec<Option<i64>>,
+    latest_checkpoint_type: Vec<String>,
+    new_token: Vec<Option<String>>,
+    claimed_at: Vec<Option<i64>>,
+    wake_at: Vec<Option<i64>>,
+    claim_attempts: Vec<i32>,
+    claim_abandons: Vec<i32>,
+    poisoned_at: Vec<Option<i64>>,
+    poison_reason: Vec<Option<String>>,
+    keep_admission: Vec<bool>,
+    /// Each member's allowed stored statuses, comma-separated (statuses have no commas).
+    allowed: Vec<String>,
+    notify: Vec<bool>,
+    now: Vec<i64>,
+    event_member: Vec<i32>,
+    events: EventArrays,
+}
+
+impl BatchArrays {
+    fn push(&mut self, member: i32, binds: ClaimedBinds<'_>) {
+        let ClaimedBinds {
+            run_id,
+            system,
+            scope_key,
+            graph_id,
+            graph_hash,
+            expected,
+            token,
+            columns,
+            ops,
+            events,
+            now,
+            notify,
+            allowed,
+            keeps_admission,
+        } = binds;
+        self.member.push(member);
+        self.run_id.push(run_id.to_owned());
+        self.system.push(system);
+        self.scope_key.push(scope_key);
+        self.graph_id.push(graph_id.to_owned());
+        self.graph_hash.push(graph_hash.to_owned());
+        self.started_at.push(columns.started_at);
+        self.expected.push(expected);
+        self.token.push(token);
+        self.status.push(columns.status.to_owned());
+        self.step.push(columns.step);
+        self.checkpoint_seq.push(columns.checkpoint_seq);
+        self.event_seq.push(columns.event_seq);
+        self.document.push(columns.document);
+        self.updated_at.push(columns.updated_at);
+        self.finished_at.push(columns.finished_at);
+        self.latest_checkpoint_type
+            .push(ops.latest_checkpoint_type.to_owned());
+        self.new_token.push(ops.claim_token);
+        self.claimed_at.push(ops.claimed_at);
+        self.wake_at.push(ops.wake_at);
+        self.claim_attempts.push(ops.claim_attempts);
+        self.claim_abandons.push(ops.claim_abandons);
+        self.poisoned_at.push(ops.poisoned_at);
+        self.poison_reason
+            .push(ops.poison_reason.map(str::to_owned));
+        self.keep_admission.push(keeps_admission);
+        self.allowed.push(allowed.join(","));
+        self.notify.push(notify);
+        self.now.push(now);
+        self.event_member
+            .extend(std::iter::repeat_n(member, events.seq.len()));
+        let all = &mut self.events;
+        all.seq.extend(events.seq);
+        all.event_type.extend(events.event_type);
+        all.step.extend(events.step);
+        all.node_id.extend(events.node_id);
+        all.channel_id.extend(events.channel_id);
+        all.task_id.extend(events.task_id);
+        all.payload.extend(events.payload);
+        all.metadata.extend(events.metadata);
+        all.occurred_at.extend(events.occurred_at);
+    }
+
+    /// Binds `$1..=$38` in the order [`COMMIT_CLAIMED_BATCH`] unnests them.
+    fn bind(self, query: Statement<'_>) -> Statement<'_> {
+        let events = self.events;
+        query
+            .bind(self.member)
+            .bind(self.run_id)
+            .bind(self.system)
+            .bind(self.scope_key)
+            .bind(self.graph_id)
+            .bind(self.graph_hash)
+            .bind(self.started_at)
+            .bind(self.expected)
+            .bind(self.token)
+            .bind(self.status)
+            .bind(self.step)
+            .bind(self.checkpoint_seq)
+            .bind(self.event_seq)
+            .bind(self.document)
+            .bind(self.updated_at)
+            .bind(self.finished_at)
+            .bind(self.latest_checkpoint_type)
+            .bind(self.new_token)
+            .bind(self.claimed_at)
+            .bind(self.wake_at)
+            .bind(self.claim_attempts)
+            .bind(self.claim_abandons)
+            .bind(self.poisoned_at)
+            .bind(self.poison_reason)
+            .bind(self.keep_admission)
+            .bind(self.allowed)
+            .bind(self.notify)
+            .bind(self.now)
+            .bind(self.event_member)
+            .bind(events.seq)
+            .bind(events.event_type)
+            .bind(events.step)
+            .bind(events.node_id)
+            .bind(events.channel_id)
+            .bind(events.task_id)
+            .bind(events.payload)
+            .bind(events.metadata)
+            .bind(events.occurred_at)
+    }
+}
+
+/// The member and seq named in the DETAIL (`member:seq`) of the batch's `DK001` error.
+fn conflict_member(error: &sqlx::Error) -> Option<(usize, u64)> {
+    parse_conflict_detail(&error::DriverError::from_sqlx(error).detail?)
+}
+
+fn parse_conflict_detail(detail: &str) -> Option<(usize, u64)> {
+    let (member, seq) = detail.trim().split_once(':')?;
+    Some((member.parse().ok()?, seq.parse().ok()?))
+}
+
+impl PostgresStore {
+    /// One statement over the members still in play, which name distinct runs.
+    pub(super) async fn statement_attempt(&self, members: &Members) -> Attempt {
+        let commit_of = |index: usize| members[index].as_ref().map(|(s, c)| (s, c));
+        let mut order: Vec<usize> = pending(members).collect();
+        order.sort_by(|a, b| {
+            let run = |i: usize| commit_of(i).map(|(_, c)| c.run().id.as_str());
+            run(*a).cmp(&run(*b))
+        });
+        let mut settled = Vec::new();
+        let mut arrays = BatchArrays::default();
+        // Members sent in the statement, and those no stored row can match (a token this
+        // store never minted), which are only classified.
+        let mut sent = Vec::new();
+        let mut unmatchable = Vec::new();
+        for index in order {
+            let Some((scope, commit)) = commit_of(index) else {
+                continue;
+            };
+            let Ok(member) = i32::try_from(index) else {
+                settled.push((index, Err(too_large())));
+                continue;
+            };
+            match claimed_binds(scope, commit) {
+                Err(e) => settled.push((index, Err(e))),
+                Ok(None) => unmatchable.push(index),
+                Ok(Some(binds)) => {
+                    arrays.push(member, binds);
+                    sent.push(index);
+                }
+            }
+        }
+        let fail = |settled: &mut Vec<_>, indexes: &[usize], error: &StoreError| {
+            settled.extend(indexes.iter().map(|&i| (i, Err(error.clone()))));
+        };
+        let mut conn = match self.conn().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                fail(&mut settled, &sent, &e);
+                fail(&mut settled, &unmatchable, &e);
+                return Attempt::Settled(settled);
+            }
+        };
+        let mut written = HashSet::new();
+        if !sent.is_empty() {
+            let query = arrays
+                .bind(self.q(&self.sql().commit_claimed_batch))
+                .bind(self.schema());
+            match query.fetch_one(&mut conn).await {
+                Ok(row) => match row.try_get::<Option<Vec<i32>>, _>("written") {
+                    Ok(members) => written.extend(members.unwrap_or_default()),
+                    Err(e) => {
+                        // The statement ran (and committed); only its answer is unreadable.
+                        let error = StoreError::ambiguous(Message(format!(
+                            "the answer of a commit batch could not be read: {e}"
+                        )));
+                        fail(&mut settled, &sent, &error);
+                        fail(&mut settled, &unmatchable, &error);
+                        return Attempt::Settled(settled);
+                    }
+                },
+                Err(e) if error::sqlstate(&e).as_deref() == Some(EVENT_CONFLICT) => {
+                    if let Some((index, seq)) = conflict_member(&e) {
+                        if sent.contains(&index) {
+                            return Attempt::Conflict {
+                                index,
+                                error: StoreError::EventConflict { seq },
+                            };
+                        }
+                    }
+                    // Our function always names a member of the batch; if the server's
+                    // answer says otherwise, nothing was committed and no member can be
+                    // singled out.
+                    let error = error::safe(e);
+                    fail(&mut settled, &sent, &error);
+                    fail(&mut settled, &unmatchable, &error);
+                    return Attempt::Settled(settled);
+                }
+                Err(e) => {
+                    let error = error::sent(e);
+                    fail(&mut settled, &sent, &error);
+                    fail(&mut settled, &unmatchable, &error);
+                    return Attempt::Settled(settled);
+                }
+            }
+        }
+        for index in sent.into_iter().chain(unmatchable) {
+            let Some((scope, commit)) = commit_of(index) else {
+                continue;
+            };
+            let member = i32::try_from(index).unwrap_or(i32::MAX);
+            let outcome = if written.contains(&member) {
+                Ok(commit.run().clone())
+            } else {
+                // Fenced out, stale or refused: one read says which, as for a single call.
+                self.classify_claimed_failure(&mut conn, scope, commit)
+                    .await
+            };
+            settled.push((index, outcome));
+        }
+        Attempt::Settled(settled)
+    }
+}
+
+/// A batch too large to number its members in the statement's `int4` column.
+fn too_large() -> StoreError {
+    StoreError::invalid_transition("a commit batch holds more than 2^31 members")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_conflict_detail_names_the_member_then_the_seq() {
+        assert_eq!(parse_conflict_detail("3:17"), Some((3, 17)));
+        assert_eq!(parse_conflict_detail(" 0:1\n"), Some((0, 1)));
+        // Version 1's function names only the seq; that is no member.
+        assert_eq!(parse_conflict_detail("17"), None);
+        assert_eq!(parse_conflict_detail("x:1"), None);
+        assert_eq!(parse_conflict_detail("1:-1"), None);
+    }
+}
