@@ -248,7 +248,7 @@ pub fn worker_config() -> WorkerConfig {
         abandon_backoff_cap_ms: 500,
         // Group commit on, so its queue and batch tasks meet the faults too (the fault layer
         // below it still sees every member as its own commit).
-        max_commit_batch: 8,
+        max_commit_batch: Some(8),
         ..WorkerConfig::default()
     }
 }

@@ -80,7 +80,7 @@ fn tiny() -> BenchOptions {
         warmup: Duration::from_millis(50),
         claim_pool: 40,
         claim_batch: 4,
-        max_commit_batch: 8,
+        max_commit_batch: Some(8),
         fairness_backlog: 40,
         fairness_runs: 5,
         scale: Some(tiny_scale()),

@@ -74,6 +74,20 @@ fn initialize() -> String {
     )
 }
 
+/// The conflict clause of an idempotent event append into `{s}.events AS e`: a proposed event
+/// identical to the stored one at its seq is "updated" to itself (and so returned), a
+/// different one is left alone (and not returned).
+pub(crate) const APPEND_IDEMPOTENTLY: &str =
+    "ON CONFLICT (run_id, seq) DO UPDATE SET run_id = EXCLUDED.run_id
+            WHERE e.event_type = EXCLUDED.event_type
+              AND e.step = EXCLUDED.step
+              AND e.node_id IS NOT DISTINCT FROM EXCLUDED.node_id
+              AND e.channel_id IS NOT DISTINCT FROM EXCLUDED.channel_id
+              AND e.task_id IS NOT DISTINCT FROM EXCLUDED.task_id
+              AND e.payload = EXCLUDED.payload
+              AND e.metadata = EXCLUDED.metadata
+              AND e.occurred_at = EXCLUDED.occurred_at";
+
 /// `commit_claimed`, one statement (one round trip on success):
 ///
 /// * `updated`: the fenced UPDATE — run id, scope, immutable identity (graph id, graph hash,
@@ -121,15 +135,7 @@ fn commit_claimed() -> String {
             SELECT u.run_id, p.seq, p.event_type, p.step, p.node_id, p.channel_id, p.task_id,
                 p.payload, p.metadata, p.occurred_at, $29
             FROM proposed AS p CROSS JOIN updated AS u
-            ON CONFLICT (run_id, seq) DO UPDATE SET run_id = EXCLUDED.run_id
-            WHERE e.event_type = EXCLUDED.event_type
-              AND e.step = EXCLUDED.step
-              AND e.node_id IS NOT DISTINCT FROM EXCLUDED.node_id
-              AND e.channel_id IS NOT DISTINCT FROM EXCLUDED.channel_id
-              AND e.task_id IS NOT DISTINCT FROM EXCLUDED.task_id
-              AND e.payload = EXCLUDED.payload
-              AND e.metadata = EXCLUDED.metadata
-              AND e.occurred_at = EXCLUDED.occurred_at
+            {}
             RETURNING e.seq
         ), conflict AS (
             SELECT {{s}}.raise_event_conflict(c.seq) AS seq
@@ -144,7 +150,8 @@ fn commit_claimed() -> String {
                (SELECT count(*) FROM inserted) AS inserted,
                (SELECT count(*) FROM conflict) AS conflicts,
                (SELECT count(*) FROM notified) AS notified",
-        unnest_events(20)
+        unnest_events(20),
+        APPEND_IDEMPOTENTLY
     )
 }
 
@@ -446,7 +453,7 @@ impl Sql {
         Sql {
             initialize: r(&initialize()),
             commit_claimed: r(&commit_claimed()),
-            commit_claimed_batch: r(crate::commit_batch::COMMIT_CLAIMED_BATCH),
+            commit_claimed_batch: r(&crate::commit_batch::commit_claimed_batch()),
             insert_events: r(&insert_events()),
             claim_due: r(CLAIM_DUE),
             explain_claim_due: r(&format!("EXPLAIN {CLAIM_DUE}")),

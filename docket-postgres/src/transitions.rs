@@ -237,54 +237,38 @@ impl PostgresStore {
         let Some(binds) = claimed_binds(scope, commit)? else {
             return Ok(None);
         };
-        let ClaimedBinds {
-            run_id,
-            system,
-            scope_key,
-            graph_id,
-            graph_hash,
-            expected,
-            token,
-            columns,
-            ops,
-            events,
-            now,
-            notify,
-            allowed,
-            keeps_admission,
-        } = binds;
         let query = self
             .q(&self.sql().commit_claimed)
-            .bind(run_id)
-            .bind(system)
-            .bind(scope_key)
-            .bind(graph_id)
-            .bind(graph_hash)
-            .bind(columns.started_at)
-            .bind(expected)
-            .bind(token)
-            .bind(columns.status)
-            .bind(columns.step)
-            .bind(columns.checkpoint_seq)
-            .bind(columns.event_seq)
-            .bind(columns.document)
-            .bind(columns.updated_at)
-            .bind(columns.finished_at)
-            .bind(ops.latest_checkpoint_type)
-            .bind(ops.claim_token)
-            .bind(ops.claimed_at)
-            .bind(ops.wake_at);
+            .bind(binds.run_id)
+            .bind(binds.system)
+            .bind(binds.scope_key)
+            .bind(binds.graph_id)
+            .bind(binds.graph_hash)
+            .bind(binds.columns.started_at)
+            .bind(binds.expected)
+            .bind(binds.token)
+            .bind(binds.columns.status)
+            .bind(binds.columns.step)
+            .bind(binds.columns.checkpoint_seq)
+            .bind(binds.columns.event_seq)
+            .bind(binds.columns.document)
+            .bind(binds.columns.updated_at)
+            .bind(binds.columns.finished_at)
+            .bind(binds.ops.latest_checkpoint_type)
+            .bind(binds.ops.claim_token)
+            .bind(binds.ops.claimed_at)
+            .bind(binds.ops.wake_at);
         Ok(Some(
-            bind_events(query, events)
-                .bind(now)
-                .bind(notify)
+            bind_events(query, binds.events)
+                .bind(binds.now)
+                .bind(binds.notify)
                 .bind(self.schema())
-                .bind(allowed)
-                .bind(ops.claim_attempts)
-                .bind(ops.claim_abandons)
-                .bind(ops.poisoned_at)
-                .bind(ops.poison_reason)
-                .bind(keeps_admission),
+                .bind(binds.allowed)
+                .bind(binds.ops.claim_attempts)
+                .bind(binds.ops.claim_abandons)
+                .bind(binds.ops.poisoned_at)
+                .bind(binds.ops.poison_reason)
+                .bind(binds.keeps_admission),
         ))
     }
 

@@ -285,6 +285,13 @@ impl RunStore for SqliteStore {
         Some(self.inner.wake.subscribe())
     }
 
+    /// Batches of up to [`PREFERRED_COMMIT_BATCH`](crate::PREFERRED_COMMIT_BATCH): every
+    /// commit is a write transaction with its own fsync on the one writer connection, and a
+    /// batch is one transaction, so its members share that fsync.
+    fn preferred_commit_batch(&self) -> usize {
+        crate::PREFERRED_COMMIT_BATCH
+    }
+
     fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {
         Some(self)
     }

@@ -29,12 +29,22 @@ struct Recording {
     batches: Mutex<Vec<usize>>,
     /// `commit_claimed` calls (single commits).
     singles: AtomicUsize,
+    /// What the store answers as its preferred batch (0: the inner store's).
+    preferred: usize,
 }
 
 #[async_trait]
 impl StoreLayer for Recording {
     fn inner(&self) -> &dyn Backend {
         &self.inner
+    }
+
+    fn preferred_commit_batch(&self) -> usize {
+        if self.preferred == 0 {
+            self.inner.preferred_commit_batch()
+        } else {
+            self.preferred
+        }
     }
 
     async fn commit_claimed(
@@ -65,9 +75,13 @@ impl StoreLayer for Recording {
 async fn finish_runs(
     runs: usize,
     concurrency: usize,
-    max_commit_batch: usize,
+    max_commit_batch: Option<usize>,
+    preferred: usize,
 ) -> (Arc<Layered<Recording>>, usize) {
-    let store = Arc::new(Layered(Recording::default()));
+    let store = Arc::new(Layered(Recording {
+        preferred,
+        ..Recording::default()
+    }));
     let docket = Docket::builder(store.clone(), docket::nodes::registry())
         .config(WorkerConfig {
             concurrency,
@@ -127,7 +141,7 @@ async fn finish_runs(
 
 #[tokio::test]
 async fn concurrent_vehicles_share_batches_and_every_checkpoint_commits_once() {
-    let (store, claimed_commits) = finish_runs(24, 8, 64).await;
+    let (store, claimed_commits) = finish_runs(24, 8, Some(64), 0).await;
     let batches = store.0.batches.lock().expect("batch sizes").clone();
     assert_eq!(
         store.0.singles.load(Ordering::SeqCst),
@@ -151,7 +165,23 @@ async fn concurrent_vehicles_share_batches_and_every_checkpoint_commits_once() {
 
 #[tokio::test]
 async fn a_batch_limit_of_one_sends_every_commit_alone() {
-    let (store, claimed_commits) = finish_runs(6, 4, 1).await;
+    // The worker's own setting wins over the store's preference.
+    let (store, claimed_commits) = finish_runs(6, 4, Some(1), 64).await;
+    assert!(store.0.batches.lock().expect("batch sizes").is_empty());
+    assert_eq!(store.0.singles.load(Ordering::SeqCst), claimed_commits);
+}
+
+#[tokio::test]
+async fn left_unset_the_batch_limit_is_the_stores_preference() {
+    // A store asking for batches of at most 3 gets batches, none larger.
+    let (store, claimed_commits) = finish_runs(24, 8, None, 3).await;
+    let batches = store.0.batches.lock().expect("batch sizes").clone();
+    assert_eq!(store.0.singles.load(Ordering::SeqCst), 0);
+    assert_eq!(batches.iter().sum::<usize>(), claimed_commits);
+    assert!(batches.iter().all(|&n| (1..=3).contains(&n)), "{batches:?}");
+    assert!(batches.iter().any(|&n| n > 1), "{batches:?}");
+    // The memory store, like PostgreSQL and Redis, prefers every commit alone.
+    let (store, claimed_commits) = finish_runs(6, 4, None, 0).await;
     assert!(store.0.batches.lock().expect("batch sizes").is_empty());
     assert_eq!(store.0.singles.load(Ordering::SeqCst), claimed_commits);
 }

@@ -2,7 +2,8 @@
 //!
 //! The floor runs first, then the store, each with `N` tasks for the same window. Every store
 //! task holds its own claimed run and commits moments back to back with the claim retained,
-//! so no two tasks contend for one row — exactly like the floor's tasks, one row each.
+//! so no two tasks contend for one row — exactly like the floor's tasks, one row each. The
+//! store's tasks commit through the engine's group commit with a worker's batch limit.
 
 use std::collections::BTreeSet;
 use std::num::NonZeroU32;
@@ -201,6 +202,13 @@ pub(crate) async fn run(ctx: &Ctx, phase: &str) -> Result<CommitResult, BenchErr
         runs.push(run);
     }
     let leases = claim_exactly(ctx.backend.as_ref(), &ids).await?;
+    // The tasks commit through the engine's group commit with the batch limit a worker would
+    // use (`--max-commit-batch`, else the store's preference), as a worker's vehicles do.
+    let max_batch = ctx
+        .options
+        .max_commit_batch
+        .unwrap_or_else(|| ctx.backend.preferred_commit_batch());
+    let committer = docket::engine::group_commit(Arc::clone(&ctx.backend), max_batch);
     let ops = runs
         .into_iter()
         .map(|run| {
@@ -208,7 +216,7 @@ pub(crate) async fn run(ctx: &Ctx, phase: &str) -> Result<CommitResult, BenchErr
                 BenchError::Setup(format!("run {} was started but not claimed", run.id))
             })?;
             Ok(StoreCommit {
-                backend: Arc::clone(&ctx.backend),
+                backend: Arc::clone(&committer),
                 token: lease.claim_token.clone(),
                 run,
                 commits: 0,

@@ -71,9 +71,10 @@ pub struct BenchOptions {
     pub claim_pool: usize,
     /// The larger claim limit `K` of (b). Default 10.
     pub claim_batch: u32,
-    /// The worker's `max_commit_batch` in (c): how many claimed commits group commit sends
-    /// as one store call (`1` commits each moment alone). Default: the engine's, 1.
-    pub max_commit_batch: usize,
+    /// The worker's `max_commit_batch` in (c), and the group commit (a)'s tasks commit
+    /// through: how many claimed commits group commit sends as one store call (`Some(1)`
+    /// commits each moment alone). Default `None`: the store's preference, as a worker's.
+    pub max_commit_batch: Option<usize>,
     /// Runs of the large tenant in the fairness figure (t). Default 10,000.
     pub fairness_backlog: usize,
     /// Runs of each of the four small tenants in (t). Default 100.
@@ -111,7 +112,7 @@ impl BenchOptions {
         if self.concurrency == 0 || self.concurrency > 1_000 {
             return bad("concurrency must be 1..=1000");
         }
-        if self.max_commit_batch == 0 {
+        if self.max_commit_batch == Some(0) {
             return bad("max_commit_batch must be at least 1");
         }
         if self.duration.is_zero() {

@@ -31,10 +31,12 @@ pub struct BenchArgs {
     /// The larger claim limit measured besides limit 1.
     #[arg(long, default_value_t = 10)]
     claim_batch: u32,
-    /// Most claimed commits the worker's group commit sends as one store call in the
-    /// end-to-end phase (1, the engine's default, commits every moment alone).
-    #[arg(long, default_value_t = 1)]
-    max_commit_batch: usize,
+    /// Most claimed commits group commit sends as one store call: the worker's in the
+    /// end-to-end phases, and the fenced-commit phase's tasks commit through it too (1
+    /// commits every moment alone) [default: the store's preference, as for a worker: 64 on
+    /// SQLite, 1 on PostgreSQL and Redis].
+    #[arg(long)]
+    max_commit_batch: Option<usize>,
     /// Runs of the large tenant in the fairness figure (t).
     #[arg(long, default_value_t = 10_000)]
     fairness_backlog: usize,
@@ -102,12 +104,16 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
     })?;
     let options = args.options()?;
     note!(
-        "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}, scale {}",
+        "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}, group commit {}, scale {}",
         redact(url),
         options.concurrency,
         options.duration.as_secs_f64(),
         options.warmup.as_secs_f64(),
         options.claim_pool,
+        options.max_commit_batch.map_or_else(
+            || "as the store prefers".to_owned(),
+            |n| format!("up to {n} per call")
+        ),
         args.scale
     );
     let report = match bench::run(url, &options).await {

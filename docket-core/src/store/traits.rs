@@ -162,6 +162,17 @@ pub trait RunStore: Send + Sync + Debug + 'static {
         outcomes
     }
 
+    /// How many claimed commits this store would like the engine's group commit to send per
+    /// [`RunStore::commit_claimed_batch`] call when the worker's configuration leaves the
+    /// choice to the store (`WorkerConfig::max_commit_batch` unset). The default, 1, sends
+    /// every commit alone: right for a store whose batch costs about what its members cost
+    /// one by one. A store whose members share one durable write that dominates a commit
+    /// (one fsync per transaction) says more. A hint, not a rule: any batch size must be
+    /// handled correctly, and the worker's own setting wins.
+    fn preferred_commit_batch(&self) -> usize {
+        1
+    }
+
     /// Commits a signal's moment under an optimistic `checkpoint_seq` CAS; always releases any
     /// claim (fencing out an in-flight holder) and resets counters and poison.
     ///

@@ -18,7 +18,7 @@
 mod statement;
 mod transaction;
 
-pub(crate) use statement::COMMIT_CLAIMED_BATCH;
+pub(crate) use statement::commit_claimed_batch;
 
 use docket_core::model::{Run, Scope};
 use docket_core::store::rules::transition::Commit;

@@ -27,6 +27,7 @@ use sqlx::Row;
 use super::{pending, Attempt, Members};
 use crate::codec::EventArrays;
 use crate::error::{self, EVENT_CONFLICT};
+use crate::sql::APPEND_IDEMPOTENTLY;
 use crate::statement::Statement;
 use crate::store::PostgresStore;
 use crate::transitions::{claimed_binds, ClaimedBinds};
@@ -34,7 +35,9 @@ use crate::transitions::{claimed_binds, ClaimedBinds};
 /// `commit_claimed_batch` for members on distinct runs. `$1..=$28` the members' arrays
 /// (see [`BatchArrays::bind`]), `$29` the events' members, `$30..=$38` the events' arrays,
 /// `$39` the notification payload.
-pub(crate) const COMMIT_CLAIMED_BATCH: &str = "WITH m AS (
+pub(crate) fn commit_claimed_batch() -> String {
+    format!(
+        "WITH m AS (
         SELECT * FROM unnest($1::int4[], $2::text[], $3::bool[], $4::text[], $5::text[],
             $6::text[], $7::int8[], $8::int8[], $9::text[], $10::text[], $11::int8[],
             $12::int8[], $13::int8[], $14::bytea[], $15::int8[], $16::int8[], $17::text[],
@@ -46,7 +49,7 @@ pub(crate) const COMMIT_CLAIMED_BATCH: &str = "WITH m AS (
              claim_attempts, claim_abandons, poisoned_at, poison_reason, keep_admission,
              allowed, notify, now)
     ), updated AS (
-        UPDATE {s}.runs AS r SET
+        UPDATE {{s}}.runs AS r SET
             status = m.status, step = m.step, checkpoint_seq = m.checkpoint_seq,
             event_seq = m.event_seq, document = m.document, updated_at = m.updated_at,
             finished_at = m.finished_at, latest_checkpoint_type = m.latest_checkpoint_type,
@@ -69,23 +72,15 @@ pub(crate) const COMMIT_CLAIMED_BATCH: &str = "WITH m AS (
         AS p(member, seq, event_type, step, node_id, channel_id, task_id, payload, metadata,
              occurred_at)
     ), inserted AS (
-        INSERT INTO {s}.events AS e (run_id, seq, event_type, step, node_id, channel_id,
+        INSERT INTO {{s}}.events AS e (run_id, seq, event_type, step, node_id, channel_id,
             task_id, payload, metadata, occurred_at, inserted_at)
         SELECT u.run_id, p.seq, p.event_type, p.step, p.node_id, p.channel_id, p.task_id,
             p.payload, p.metadata, p.occurred_at, u.now
         FROM proposed AS p JOIN updated AS u ON u.member = p.member
-        ON CONFLICT (run_id, seq) DO UPDATE SET run_id = EXCLUDED.run_id
-        WHERE e.event_type = EXCLUDED.event_type
-          AND e.step = EXCLUDED.step
-          AND e.node_id IS NOT DISTINCT FROM EXCLUDED.node_id
-          AND e.channel_id IS NOT DISTINCT FROM EXCLUDED.channel_id
-          AND e.task_id IS NOT DISTINCT FROM EXCLUDED.task_id
-          AND e.payload = EXCLUDED.payload
-          AND e.metadata = EXCLUDED.metadata
-          AND e.occurred_at = EXCLUDED.occurred_at
+        {append}
         RETURNING e.run_id, e.seq
     ), conflict AS (
-        SELECT {s}.raise_batch_event_conflict(c.member, c.seq) AS seq
+        SELECT {{s}}.raise_batch_event_conflict(c.member, c.seq) AS seq
         FROM (SELECT p.member, min(p.seq) AS seq
               FROM proposed AS p JOIN updated AS u ON u.member = p.member
               WHERE NOT EXISTS (SELECT 1 FROM inserted AS i
@@ -97,7 +92,10 @@ pub(crate) const COMMIT_CLAIMED_BATCH: &str = "WITH m AS (
     )
     SELECT (SELECT array_agg(member) FROM updated) AS written,
            (SELECT count(*) FROM conflict) AS conflicts,
-           (SELECT count(*) FROM notified) AS notified";
+           (SELECT count(*) FROM notified) AS notified",
+        append = APPEND_IDEMPOTENTLY
+    )
+}
 
 /// The members of one statement as the parallel arrays it unnests.
 #[derive(Default)]
@@ -197,7 +195,7 @@ impl BatchArrays {
         all.occurred_at.extend(events.occurred_at);
     }
 
-    /// Binds `$1..=$38` in the order [`COMMIT_CLAIMED_BATCH`] unnests them.
+    /// Binds `$1..=$38` in the order [`commit_claimed_batch`] unnests them.
     fn bind(self, query: Statement<'_>) -> Statement<'_> {
         let events = self.events;
         query

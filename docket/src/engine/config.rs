@@ -72,10 +72,11 @@ pub struct WorkerConfig {
     /// Per-drain budget. Default 100 moments / 3 s.
     pub drain_budget: DrainBudget,
     /// Most claimed commits sent to the store as one batch by group commit
-    /// (`docs/engine.md`, “Group commit”). Default 1: every commit alone, which measured
-    /// faster on stores whose durable write is cheap; raise it (e.g. 64) where the store's
-    /// fsync or round trip dominates.
-    pub max_commit_batch: usize,
+    /// (`docs/engine.md`, “Group commit”); `Some(1)` sends every commit alone. Default
+    /// `None`: the store's own preference (`RunStore::preferred_commit_batch`) — batches of
+    /// up to 64 on SQLite, whose members then share one fsync; every commit alone on
+    /// PostgreSQL and Redis, where batching measured no faster on the development machine.
+    pub max_commit_batch: Option<usize>,
     /// Which due runs the worker claims first (`docs/claim-order.md`): `Oldest` (the default)
     /// or `TenantFair`, breadth-first across tenants with their stored weights and caps.
     /// Workers sharing a store should agree, or the fair round robin only sees some claims.
@@ -108,7 +109,7 @@ impl Default for WorkerConfig {
             max_attempt_elapsed_ms: 2_000,
             max_supersteps: Some(DEFAULT_MAX_SUPERSTEPS),
             drain_budget: DrainBudget::default(),
-            max_commit_batch: 1,
+            max_commit_batch: None,
             claim_policy: ClaimPolicy::Oldest,
             abandon_backoff_ms: 30_000,
             abandon_backoff_cap_ms: 3_600_000,
@@ -181,7 +182,9 @@ impl WorkerConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let mut p = Problems(Vec::new());
         p.positive("concurrency", self.concurrency as u64);
-        p.positive("max_commit_batch", self.max_commit_batch as u64);
+        if let Some(max) = self.max_commit_batch {
+            p.positive("max_commit_batch", max as u64);
+        }
         p.positive("poll_interval_ms", self.poll_interval_ms);
         p.positive("orphan_ttl_ms", self.orphan_ttl_ms);
         p.positive("max_claim_attempts", u64::from(self.max_claim_attempts));

@@ -62,6 +62,32 @@ impl GroupCommit {
     }
 }
 
+/// `backend` behind group commit: its claimed commits from many callers go to the store in
+/// batches of at most `max_batch` (`0` and `1` send every commit alone), everything else
+/// passes through unchanged. A worker does this itself when its
+/// [`WorkerConfig::max_commit_batch`](crate::engine::WorkerConfig::max_commit_batch) — or,
+/// left unset, its store's `preferred_commit_batch` — is above 1; this is for code that commits claimed moments outside a worker (a benchmark, a custom
+/// executor) and wants the same batching.
+///
+/// Batches form only under pressure: up to four batches are in flight at once and a commit
+/// that finds a free slot is sent at once, alone; the commits arriving while every slot is
+/// busy form the next batches (`docs/engine.md`, “Group commit”). Each caller gets its own
+/// member's outcome.
+///
+/// # Cancel safety
+///
+/// A batch runs on its own task: dropping a caller's future never strands the other members
+/// of its batch, and the dropped commit may still land, exactly as a dropped single commit
+/// may. A batch that ends without an outcome for a member answers it `Ambiguous`.
+pub fn group_commit(backend: Arc<dyn Backend>, max_batch: usize) -> Arc<dyn Backend> {
+    if max_batch <= 1 {
+        return backend;
+    }
+    Arc::new(docket_core::store::Layered(GroupCommit::new(
+        backend, max_batch,
+    )))
+}
+
 impl fmt::Debug for GroupCommit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GroupCommit")

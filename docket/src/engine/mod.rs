@@ -40,9 +40,7 @@ use docket_core::lifecycle::{CheckpointObserver, Lifecycle};
 use docket_core::model::{Clock, SystemClock};
 use docket_core::node::NodeRegistry;
 use docket_core::runtime::{IdGenerator, RandomIds, RuntimeConfig};
-use docket_core::store::{Backend, Layered};
-
-use group_commit::GroupCommit;
+use docket_core::store::Backend;
 
 pub use admission::AdmissionPhase;
 pub use cache::{CacheLookup, GraphCache};
@@ -55,6 +53,7 @@ pub use config::{
 };
 pub use dispatcher::{LaunchError, Launcher, PollSource, VehicleLauncher};
 pub use drain_runs::{DrainStopped, DrainSummary};
+pub use group_commit::group_commit;
 pub use idle::{idle_state, IdleState};
 pub use outcome::{BudgetFired, DrainOutcome, Drained, IncompatibleReason, VehicleError};
 pub use stats::{merged_latency, StatsSnapshot, WorkerStats};
@@ -260,14 +259,11 @@ impl EngineBuilder {
             .with_max_supersteps(self.config.max_supersteps)
             .map_err(|e| runtime_error("max_supersteps", e))?;
         // Vehicles commit through group commit; everything else passes through it unchanged.
-        let backend: Arc<dyn Backend> = if self.config.max_commit_batch > 1 {
-            Arc::new(Layered(GroupCommit::new(
-                self.backend,
-                self.config.max_commit_batch,
-            )))
-        } else {
-            self.backend
-        };
+        let max_commit_batch = self
+            .config
+            .max_commit_batch
+            .unwrap_or_else(|| self.backend.preferred_commit_batch());
+        let backend = group_commit(self.backend, max_commit_batch);
         Ok(Engine {
             inner: Arc::new(EngineInner {
                 backend,

@@ -150,6 +150,10 @@ impl<L: StoreLayer> RunStore for Layered<L> {
         StoreLayer::wakeups(&self.0)
     }
 
+    fn preferred_commit_batch(&self) -> usize {
+        StoreLayer::preferred_commit_batch(&self.0)
+    }
+
     fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {
         StoreLayer::offers_ops_registry(&self.0).then_some(self as &dyn OpsLifecycleRegistry)
     }

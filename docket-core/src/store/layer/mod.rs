@@ -338,6 +338,12 @@ pub trait StoreLayer: Send + Sync + Debug + 'static {
         self.inner().wakeups()
     }
 
+    /// See [`RunStore::preferred_commit_batch`]: the inner store's, so a layer keeps the
+    /// batching its store asks for.
+    fn preferred_commit_batch(&self) -> usize {
+        self.inner().preferred_commit_batch()
+    }
+
     /// See [`GraphStore::save_graph`].
     ///
     /// # Errors
