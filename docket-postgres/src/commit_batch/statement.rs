@@ -21,6 +21,7 @@
 
 use std::collections::HashSet;
 
+use docket_core::model::Run;
 use docket_core::store::{Message, StoreError};
 use sqlx::Row;
 
@@ -282,66 +283,58 @@ impl PostgresStore {
                 }
             }
         }
-        let fail = |settled: &mut Vec<_>, indexes: &[usize], error: &StoreError| {
-            settled.extend(indexes.iter().map(|&i| (i, Err(error.clone()))));
-        };
         let mut conn = match self.conn().await {
             Ok(conn) => conn,
-            Err(e) => {
-                fail(&mut settled, &sent, &e);
-                fail(&mut settled, &unmatchable, &e);
-                return Attempt::Settled(settled);
-            }
+            Err(e) => return failed_as_a_whole(settled, &sent, &unmatchable, &e),
         };
-        let mut written = HashSet::new();
-        if !sent.is_empty() {
+        let written: Result<HashSet<usize>, StoreError> = if sent.is_empty() {
+            Ok(HashSet::new())
+        } else {
             let query = arrays
                 .bind(self.q(&self.sql().commit_claimed_batch))
                 .bind(self.schema());
             match query.fetch_one(&mut conn).await {
-                Ok(row) => match row.try_get::<Option<Vec<i32>>, _>("written") {
-                    Ok(members) => written.extend(members.unwrap_or_default()),
-                    Err(e) => {
-                        // The statement ran (and committed); only its answer is unreadable.
-                        let error = StoreError::ambiguous(Message(format!(
+                Ok(row) => row
+                    .try_get::<Option<Vec<i32>>, _>("written")
+                    .map(|members| {
+                        members
+                            .unwrap_or_default()
+                            .into_iter()
+                            .filter_map(|m| usize::try_from(m).ok())
+                            .collect()
+                    })
+                    // The statement ran (and committed); only its answer is unreadable.
+                    .map_err(|e| {
+                        StoreError::ambiguous(Message(format!(
                             "the answer of a commit batch could not be read: {e}"
-                        )));
-                        fail(&mut settled, &sent, &error);
-                        fail(&mut settled, &unmatchable, &error);
-                        return Attempt::Settled(settled);
-                    }
-                },
+                        )))
+                    }),
                 Err(e) if error::sqlstate(&e).as_deref() == Some(EVENT_CONFLICT) => {
-                    if let Some((index, seq)) = conflict_member(&e) {
-                        if sent.contains(&index) {
+                    match conflict_member(&e) {
+                        Some((index, seq)) if sent.contains(&index) => {
                             return Attempt::Conflict {
                                 index,
                                 error: StoreError::EventConflict { seq },
                             };
                         }
+                        // Our function always names a member of the batch; if the server's
+                        // answer says otherwise, nothing was committed and no member can be
+                        // singled out.
+                        _ => Err(error::safe(e)),
                     }
-                    // Our function always names a member of the batch; if the server's
-                    // answer says otherwise, nothing was committed and no member can be
-                    // singled out.
-                    let error = error::safe(e);
-                    fail(&mut settled, &sent, &error);
-                    fail(&mut settled, &unmatchable, &error);
-                    return Attempt::Settled(settled);
                 }
-                Err(e) => {
-                    let error = error::sent(e);
-                    fail(&mut settled, &sent, &error);
-                    fail(&mut settled, &unmatchable, &error);
-                    return Attempt::Settled(settled);
-                }
+                Err(e) => Err(error::sent(e)),
             }
-        }
+        };
+        let written = match written {
+            Ok(written) => written,
+            Err(e) => return failed_as_a_whole(settled, &sent, &unmatchable, &e),
+        };
         for index in sent.into_iter().chain(unmatchable) {
             let Some((scope, commit)) = commit_of(index) else {
                 continue;
             };
-            let member = i32::try_from(index).unwrap_or(i32::MAX);
-            let outcome = if written.contains(&member) {
+            let outcome = if written.contains(&index) {
                 Ok(commit.run().clone())
             } else {
                 // Fenced out, stale or refused: one read says which, as for a single call.
@@ -352,6 +345,22 @@ impl PostgresStore {
         }
         Attempt::Settled(settled)
     }
+}
+
+/// Every member of an attempt that failed as a whole gets the same `error`, beside the
+/// outcomes already settled before anything was sent.
+fn failed_as_a_whole(
+    mut settled: Vec<(usize, Result<Run, StoreError>)>,
+    sent: &[usize],
+    unmatchable: &[usize],
+    error: &StoreError,
+) -> Attempt {
+    settled.extend(
+        sent.iter()
+            .chain(unmatchable)
+            .map(|&i| (i, Err(error.clone()))),
+    );
+    Attempt::Settled(settled)
 }
 
 /// A batch too large to number its members in the statement's `int4` column.
