@@ -31,7 +31,8 @@
 -- becomes the owner and `taken` of the last ready candidate selected.
 --
 -- Cost (this runs once per claim, beside the cheaper oldest-first script): one call per
--- visited owner for its runs, one per batch of owners for the list and one for their shares.
+-- visited owner for its runs, one per batch of owners for the list and one for their shares
+-- (with a ring, see below, one share read and no list read).
 -- Nothing is sorted: the ranks are produced in order, round by round over the owners in visit
 -- order, and no more runs are read from an owner than can still be selected, namely while
 -- (the owner's runs before it) + (runs already read that rank before it) < limit; every run
@@ -58,6 +59,13 @@
 -- when missing, and removed whenever KEYS[4] changes members (a new owner in the prelude's
 -- `ready_add`, owners dropped by claim_apply.lua, the layout migration), so it lists exactly
 -- the members of KEYS[4] whenever it exists.
+--
+-- A wider claim walks the same ring instead of KEYS[4] when it can (the same conditions), and
+-- reads the shares of all the ring's owners in one call, in visit order; each share is still
+-- decoded only when its owner is visited, so the claim selects and reports exactly what the
+-- lex walk would. Per claim of ten over five owners that replaces the walk's one to two lex
+-- reads and one to two share reads with one share read.
+--
 -- The checks and writes that follow are lua/claim_apply.lua, appended when loading.
 
 local limit = tonumber(P.limit)
@@ -68,7 +76,7 @@ local floor, min = math.floor, math.min
 -- What the checks and writes of lua/claim_apply.lua take: the selection, the new cursor (nil:
 -- leave it) and the owners found listed without ready runs (nil: none).
 local selected, cursor, emptied = {}, nil, nil
--- The cursor hash, read once: owner, taken (and, by the limit-1 path, capped, weighted, ring).
+-- The cursor hash, read once: owner, taken, capped, weighted, ring.
 local stored = nil
 
 -- An owner's ready set (`ready_of` in the prelude), without the percent-encoding pass when it
@@ -82,6 +90,44 @@ end
 
 -- Most owners the ring (see the header) lists; with more, claims of one run read KEYS[4].
 local RING_MAX = 32
+
+-- The ring (see the header): every owner of KEYS[4] in byte order, as stored beside the cursor
+-- (`stored[5]`) or read here (then also returned as `new_ring`, the text to store with the next
+-- cursor), and the cursor owner's place in it. The cursor's owner is placed by equality: when
+-- it is not listed, only comparing keys could place it, which KEYS[4] does, so no ring is
+-- returned (nor when KEYS[4] has more than RING_MAX members); `new_ring` is returned whenever
+-- it was read, since it lists KEYS[4] either way.
+local function read_ring(owner)
+  local ring, new_ring, at = nil, nil, nil
+  if stored[5] then
+    ring = {}
+    for o in string.gmatch(stored[5], '([^\n]*)\n') do
+      ring[#ring + 1] = o
+    end
+  else
+    local owners = redis.call('ZRANGEBYLEX', KEYS[4], '-', '+', 'LIMIT', 0, RING_MAX + 1)
+    if #owners <= RING_MAX then
+      ring = owners
+      local parts = {}
+      for j = 1, #owners do
+        parts[j] = owners[j] .. '\n'
+      end
+      new_ring = table.concat(parts)
+    end
+  end
+  if ring and owner then
+    for j = 1, #ring do
+      if ring[j] == owner then
+        at = j
+        break
+      end
+    end
+    if not at then
+      ring = nil
+    end
+  end
+  return ring, new_ring, at
+end
 
 -- The limit-1 path (see the header): returns false, having written nothing and selected
 -- nothing, when the walk below must decide (a cap exists, or the cursor or the cursor owner's
@@ -146,37 +192,7 @@ local function one()
       batch = 32
     end
   end
-  -- The ring: every owner of KEYS[4] in byte order, as stored beside the cursor or read here
-  -- (`new_ring`, stored with the new cursor). The cursor's owner is placed in it by equality:
-  -- when it is not listed, only comparing keys could place it, which KEYS[4] does.
-  local ring, new_ring, at = nil, nil, nil
-  if stored[5] then
-    ring = {}
-    for o in string.gmatch(stored[5], '([^\n]*)\n') do
-      ring[#ring + 1] = o
-    end
-  else
-    local owners = redis.call('ZRANGEBYLEX', KEYS[4], '-', '+', 'LIMIT', 0, RING_MAX + 1)
-    if #owners <= RING_MAX then
-      ring = owners
-      local parts = {}
-      for j = 1, #owners do
-        parts[j] = owners[j] .. '\n'
-      end
-      new_ring = table.concat(parts)
-    end
-  end
-  if ring and owner then
-    for j = 1, #ring do
-      if ring[j] == owner then
-        at = j
-        break
-      end
-    end
-    if not at then
-      ring = nil
-    end
-  end
+  local ring, new_ring, at = read_ring(owner)
   local id, key, pick
   local new_taken = 1
   if owner and taken < weight then
@@ -232,7 +248,7 @@ local function one()
 end
 
 if not (limit == 1 and one()) then
-  stored = stored or redis.call('HMGET', KEYS[6], 'owner', 'taken')
+  stored = stored or redis.call('HMGET', KEYS[6], 'owner', 'taken', 'capped', 'weighted', 'ring')
   local cur_owner, cur_taken = nil, nil
   if stored[1] or stored[2] then
     cur_owner, cur_taken = stored[1], positive(stored[2])
@@ -285,11 +301,52 @@ if not (limit == 1 and one()) then
     v.ids = ids
   end
 
-  -- Visits the owners of a lex range in byte order, until round 0 holds `limit` candidates;
-  -- returns an error detail for a share that does not decode. The first batch is small (a
-  -- claim usually stops after a few owners); the shares of a batch are read in one call and
-  -- decoded only when their owner is visited. Tenantless runs and tenants without a stored
-  -- share have weight 1 and no cap.
+  -- Visits one owner (`text`: its stored share, nil for none): reads its runs unless a cap
+  -- leaves it no room, or defers it when it is the cursor's owner with its round used up.
+  -- Returns an error detail for a share that does not decode. Tenantless runs and tenants
+  -- without a stored share have weight 1 and no cap.
+  local function visit(owner, text)
+    local weight, offered = 1, limit
+    if owner ~= '' and text then
+      local w, c = string.match(text, '^(%d+):(%d*)$')
+      weight = positive(w)
+      local cap = nil
+      if weight and c ~= '' then
+        cap = positive(c)
+        if not cap then
+          weight = nil
+        end
+      end
+      if not weight then
+        return 'the tenant share of ' .. owner .. ' is not "<weight>:<cap>"'
+      end
+      if cap then
+        -- Runs of the owner claimed right now (expired claims included), as the prelude's
+        -- claim helpers count them.
+        offered = min(offered, cap - (tonumber(redis.call('HGET', KEYS[7], owner)) or 0))
+      end
+    end
+    if offered > 0 then
+      local offset = 0
+      if owner == cur_owner then
+        offset = min(cur_taken, weight)
+      end
+      local v = {owner = owner, weight = weight, offset = offset}
+      if offset == weight then
+        -- The cursor's owner with its round used up (see the header).
+        deferred, deferred_offered = v, offered
+      else
+        nvisited = nvisited + 1
+        visited[nvisited] = v
+        read(v, offered, false)
+      end
+    end
+    return nil
+  end
+
+  -- Visits the owners of a lex range in byte order, until round 0 holds `limit` candidates.
+  -- The first batch is small (a claim usually stops after a few owners); the shares of a
+  -- batch are read in one call and decoded only when their owner is visited.
   local function walk(lo, hi, batch)
     while r0 < limit do
       local owners = redis.call('ZRANGEBYLEX', KEYS[4], lo, hi, 'LIMIT', 0, batch)
@@ -299,44 +356,12 @@ if not (limit == 1 and one()) then
       end
       local shares = redis.call('HMGET', KEYS[5], unpack(owners))
       for j = 1, count do
-        local owner, text = owners[j], shares[j]
-        local weight, offered = 1, limit
-        if owner ~= '' and text then
-          local w, c = string.match(text, '^(%d+):(%d*)$')
-          weight = positive(w)
-          local cap = nil
-          if weight and c ~= '' then
-            cap = positive(c)
-            if not cap then
-              weight = nil
-            end
-          end
-          if not weight then
-            return 'the tenant share of ' .. owner .. ' is not "<weight>:<cap>"'
-          end
-          if cap then
-            -- Runs of the owner claimed right now (expired claims included), as the
-            -- prelude's claim helpers count them.
-            offered = min(offered, cap - (tonumber(redis.call('HGET', KEYS[7], owner)) or 0))
-          end
+        local bad = visit(owners[j], shares[j])
+        if bad then
+          return bad
         end
-        if offered > 0 then
-          local offset = 0
-          if owner == cur_owner then
-            offset = min(cur_taken, weight)
-          end
-          local v = {owner = owner, weight = weight, offset = offset}
-          if offset == weight then
-            -- The cursor's owner with its round used up (see the header).
-            deferred, deferred_offered = v, offered
-          else
-            nvisited = nvisited + 1
-            visited[nvisited] = v
-            read(v, offered, false)
-            if r0 >= limit then
-              return nil
-            end
-          end
+        if r0 >= limit then
+          return nil
         end
       end
       if count < batch then
@@ -348,13 +373,31 @@ if not (limit == 1 and one()) then
     return nil
   end
 
-  local first_batch = min(64, limit + 1)
+  -- The owners come from the ring (see the header) when there is one: from the cursor's
+  -- owner (inclusive) round to the one before it, the byte order the lex walk below takes,
+  -- with their shares read in one call.
+  local ring, new_ring, at = read_ring(cur_owner)
   local bad
-  if cur_owner then
-    -- Inclusive: the cursor's owner comes first when it is listed.
-    bad = walk('[' .. cur_owner, '+', first_batch) or walk('-', '(' .. cur_owner, first_batch)
+  if ring and #ring > 0 then
+    local n, from, order = #ring, (at or 1) - 1, {}
+    for step = 1, n do
+      order[step] = ring[(from + step - 1) % n + 1]
+    end
+    local shares = redis.call('HMGET', KEYS[5], unpack(order))
+    for j = 1, n do
+      bad = visit(order[j], shares[j])
+      if bad or r0 >= limit then
+        break
+      end
+    end
   else
-    bad = walk('-', '+', first_batch)
+    local first_batch = min(64, limit + 1)
+    if cur_owner then
+      -- Inclusive: the cursor's owner comes first when it is listed.
+      bad = walk('[' .. cur_owner, '+', first_batch) or walk('-', '(' .. cur_owner, first_batch)
+    else
+      bad = walk('-', '+', first_batch)
+    end
   end
   if bad then
     return {'corrupt', bad}
@@ -432,8 +475,14 @@ if not (limit == 1 and one()) then
     nselected = nselected + 1
     selected[nselected] = {class = 'expired', id = expired[j]}
   end
-  -- Storing the cursor it already holds (byte for byte) would write nothing new.
-  if cursor and cursor.owner == cur_owner and tostring(cursor.taken) == stored[2] then
-    cursor = nil
+  -- A ring read here is stored with the cursor unless this claim drops owners from KEYS[4]
+  -- (claim_apply.lua then removes the stored one). Storing the cursor it already holds (byte
+  -- for byte) and no new ring would write nothing new.
+  if cursor then
+    if new_ring and not emptied then
+      cursor.ring = new_ring
+    elseif cursor.owner == cur_owner and tostring(cursor.taken) == stored[2] then
+      cursor = nil
+    end
   end
 end

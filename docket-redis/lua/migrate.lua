@@ -39,11 +39,12 @@ local summary = redis.call('HMGET', KEYS[7], 'capped', 'weighted', 'ring')
 local indexed = 0
 if not marker then
   local entries = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+  local listed = 0
   for i = 1, #entries, 2 do
     local owner = redis.call('HGET', P.prefix .. 'run:' .. entries[i], 'owner')
     if owner then
       redis.call('ZADD', ready_of(owner), entries[i + 1], entries[i])
-      redis.call('ZADD', KEYS[3], 0, owner)
+      listed = listed + redis.call('ZADD', KEYS[3], 0, owner)
       indexed = indexed + 1
     end
   end
@@ -55,8 +56,9 @@ if not marker then
       indexed = indexed + 1
     end
   end
-  if summary[3] then
-    -- The owners' ring beside the cursor (lua/claim_fair.lua) may not list them all.
+  if summary[3] and listed > 0 then
+    -- The owners' ring beside the cursor (lua/claim_fair.lua) lists the owners of KEYS[3]
+    -- as they were, without those just added.
     redis.call('HDEL', KEYS[7], 'ring')
   end
 end

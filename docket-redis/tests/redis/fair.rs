@@ -662,6 +662,70 @@ async fn one_run_fair_claims_match_the_memory_store() {
     assert!(short > 100, "the histories take the short path ({short})");
 }
 
+/// Wider claims walk the ring of owners stored beside the cursor instead of the owners' lex
+/// set, reading every ring owner's share in one call. Seeded histories of them (limits 2 to 12,
+/// every preference) among claims of one run, oldest claims, commits, releases, abandons and
+/// signals (which add owners to the ring and drop them from it, so the ring is removed and
+/// stored again), and share changes (weights 1 to 3, now and then a cap), hand out the memory
+/// store's runs in its order, step by step.
+#[tokio::test]
+async fn wide_fair_claims_over_the_ring_match_the_memory_store() {
+    let (mut wide, mut over_ring) = (0, 0);
+    for seed in [0x7a1e_0001_u64, 31, 0xc0ff_ee00] {
+        let (mut pair, mut rng, guard) = seeded_pair_with(seed, &[]).await;
+        let ring = redis::cmd("HGET")
+            .arg(pair.redis.keys().fair_cursor())
+            .arg("ring")
+            .clone();
+        for step in 0..200 {
+            pair.now += i64::try_from(rng.below(500)).unwrap_or(0);
+            let what = match rng.below(16) {
+                0..=6 => {
+                    let limit = u32::try_from(2 + rng.below(11)).unwrap_or(2);
+                    let preference = [None, Some(ClaimClass::Ready), Some(ClaimClass::Expired)]
+                        [usize::try_from(rng.below(3)).unwrap_or(0)];
+                    let stored: Option<String> = guard.command(&ring).await.expect("ring");
+                    wide += 1;
+                    over_ring += usize::from(stored.is_some());
+                    let got = pair.claim(&fair(pair.now, limit, preference)).await;
+                    format!("fair claim {limit} {preference:?}: {got:?}")
+                }
+                7 => {
+                    let got = pair.claim(&fair(pair.now, 1, None)).await;
+                    format!("fair claim 1: {got:?}")
+                }
+                8 => {
+                    let limit = u32::try_from(1 + rng.below(4)).unwrap_or(1);
+                    let got = pair
+                        .claim(&policy(t(pair.now), limit, 5_000, 3, None))
+                        .await;
+                    format!("oldest claim {limit}: {got:?}")
+                }
+                9..=10 => pair.commit_held(&mut rng).await,
+                11 => pair.release_held(&mut rng).await,
+                12 => pair.abandon_held(&mut rng).await,
+                13..=14 => pair.signal_or_retry(&mut rng).await,
+                _ => {
+                    let key = ["a", "b", "é", "z"][usize::try_from(rng.below(4)).unwrap_or(0)];
+                    let weight = u32::try_from(1 + rng.below(3)).unwrap_or(1);
+                    let cap = (rng.below(4) == 0).then_some(2);
+                    pair.share(key, weight, cap).await
+                }
+            };
+            pair.compare_rows(&format!("seed {seed} step {step}: {what}"))
+                .await;
+        }
+        assert_indexes_agree(&guard, &pair.redis).await;
+        assert_share_summary(&guard, &pair.redis).await;
+    }
+    // Owners leave and rejoin the ring often in these short histories (a handful of runs
+    // each), so a fair share of the wide claims read the lex set and store a new ring.
+    assert!(
+        over_ring * 4 > wide,
+        "wide claims walk a stored ring ({over_ring} of {wide})"
+    );
+}
+
 /// A layout-2 namespace has shares but no share summary: opening it counts them, so a claim
 /// of one run sees the cap; the summary follows every later share change.
 #[tokio::test]
@@ -944,6 +1008,14 @@ async fn opening_an_older_namespace_builds_the_per_owner_ready_sets() {
         .expect("claim")
         .leases;
     assert_eq!(held[0].run_id.as_str(), "a0");
+    // The claim stored the ring of owners beside the cursor; the rebuild after the downgrade
+    // below drops it (it cannot tell the rebuilt list of owners from a grown one), so the
+    // snapshots start without it.
+    let _: i64 = fx
+        .guard
+        .command(redis::cmd("HDEL").arg(keys.fair_cursor()).arg("ring"))
+        .await
+        .expect("drop the ring");
     let before = fx.snapshot().await;
     let url = docket_redis::testing::test_url();
     let reopen = || RedisStore::open(RedisOptions::new(url.clone(), fx.store.namespace()));
