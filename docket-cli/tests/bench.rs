@@ -101,6 +101,31 @@ fn assert_registry_figure(report: &BenchReport) {
     );
 }
 
+/// The wakeup samples without push hints were spread over fresh stores beside the bench's
+/// (`lanes`, one per sample at these sizes) or, for a store without a URL, taken on it alone.
+fn assert_wakeup_lanes(report: &BenchReport, lanes: bool) {
+    let samples = tiny_scale().wakeup_samples;
+    let expected = if lanes {
+        format!("(h) push hints off: {samples} runs over {samples} fresh stores beside the bench's")
+    } else {
+        format!("(h) push hints off: {samples} runs, each started on an idle worker")
+    };
+    assert!(
+        report
+            .verified
+            .iter()
+            .any(|line| line.starts_with(&expected)),
+        "{expected:?} not in {:?}",
+        report.verified
+    );
+    let on = format!("(h) push hints on: {samples} runs, each started on an idle worker");
+    assert!(
+        report.verified.iter().any(|line| line.starts_with(&on)),
+        "{on:?} not in {:?}",
+        report.verified
+    );
+}
+
 fn assert_complete(report: &BenchReport) {
     for key in FIGURES {
         let figure = report
@@ -199,6 +224,7 @@ async fn the_memory_bench_reports_every_figure_beside_its_floor_and_verifies() {
     assert_eq!(report.backend, "memory");
     assert_complete(&report);
     assert_registry_figure(&report);
+    assert_wakeup_lanes(&report, false);
 }
 
 #[cfg(feature = "sqlite")]
@@ -212,6 +238,18 @@ async fn the_sqlite_bench_measures_a_fresh_file_and_cleanup_deletes_it() {
     assert_complete(&report);
     assert_registry_figure(&report);
     assert!(report.floors.iter().any(|f| f.contains("UPDATE")));
+    assert_wakeup_lanes(&report, true);
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("-lane"))
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        Vec::<String>::new(),
+        "the wakeup lanes' files are deleted"
+    );
     assert!(path.exists());
     bench::purge(&url).await.expect("purged");
     assert!(!path.exists(), "the bench's file is deleted");
@@ -261,6 +299,7 @@ async fn the_postgres_bench_measures_a_fresh_schema_beside_a_skip_locked_floor()
     let report = bench::run(&url, &tiny()).await.expect("bench runs");
     assert_eq!(report.backend, "postgres");
     assert_complete(&report);
+    assert_wakeup_lanes(&report, true);
     assert!(
         report.floors.iter().any(|f| f.contains("SKIP LOCKED")),
         "{:?}",
@@ -283,6 +322,7 @@ async fn the_redis_bench_measures_a_fresh_namespace_beside_a_script_floor() {
     let report = bench::run(&url, &tiny()).await.expect("bench runs");
     assert_eq!(report.backend, "redis");
     assert_complete(&report);
+    assert_wakeup_lanes(&report, true);
     assert_registry_figure(&report);
     assert!(
         report.floors.iter().any(|f| f.contains("ZPOPMIN")),

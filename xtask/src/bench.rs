@@ -153,7 +153,7 @@ pub fn run(args: &[String]) -> Result {
         if let Some(commit) = &commit {
             command.args(["--git-commit", commit]);
         }
-        // The full scale figures take hours (10,000 wakeups at a 1 s poll, a million runs).
+        // The full scale figures take long (a million runs to seed, 10,000 wakeups at a 1 s poll).
         let limit = match args.scale.as_str() {
             "full" => Duration::from_secs(8 * 3_600),
             "quick" => Duration::from_secs(1_800),

@@ -204,6 +204,8 @@ pub(crate) struct Ctx {
     pub docket: Docket,
     /// The options.
     pub options: BenchOptions,
+    /// The store's URL (`None` for a custom store; see [`target::Target::url`]).
+    pub url: Option<String>,
 }
 
 /// Runs every phase against the fresh store named by `url` and returns the verified figures.
@@ -241,6 +243,7 @@ pub async fn run_backend(
         backend_name: name.to_owned(),
         backend,
         floor: Arc::new(floor::MemoryFloor::default()),
+        url: None,
     };
     measure(target, options).await
 }
@@ -256,6 +259,7 @@ async fn measure(
         floor: Arc::clone(&target.floor),
         docket,
         options: options.clone(),
+        url: target.url.clone(),
     };
     let measured = async {
         let e2e = e2e::run(&ctx, "e2e", moments::CHAIN).await?;

@@ -25,6 +25,9 @@ pub(crate) struct Target {
     pub backend: Arc<dyn Backend>,
     /// The raw floor on the same server.
     pub floor: Arc<dyn Floor>,
+    /// The store's URL (`None` for a custom store): phases that need stores of their own
+    /// open them beside it ([`lane_url`]).
+    pub url: Option<String>,
 }
 
 /// The error for a backend compiled out of this build.
@@ -44,16 +47,97 @@ fn compiled_out(feature: &'static str) -> BenchError {
 /// # Errors
 /// [`BenchError::NotFresh`] for an existing store; connection and floor errors.
 pub(crate) async fn open(url: &str) -> Result<Target, BenchError> {
-    match BackendUrl::parse(url)? {
+    let target = match BackendUrl::parse(url)? {
         BackendUrl::Memory => Ok(Target {
             backend_name: "memory".into(),
             backend: Arc::new(MemoryStore::new()),
             floor: Arc::new(MemoryFloor::default()),
+            url: None,
         }),
         BackendUrl::Sqlite(url) => sqlite(&url).await,
         BackendUrl::Postgres(url) => postgres(&url).await,
         BackendUrl::Redis(url) => redis(&url).await,
-    }
+    }?;
+    Ok(Target {
+        url: target.backend_name.ne("memory").then(|| url.to_owned()),
+        ..target
+    })
+}
+
+/// The URL of a fresh store beside the one `url` names, for a phase that needs stores of its
+/// own (the wakeup lanes): on the same server, the SQLite file, PostgreSQL schema or Redis
+/// namespace named with `-lane<n>` appended (`_lane<n>` for a schema). `None` when the store
+/// has no such sibling (`memory://`) or the rewritten URL does not name exactly that store.
+///
+/// # Errors
+/// `url` does not parse.
+pub(crate) fn lane_url(url: &str, lane: usize) -> Result<Option<String>, BenchError> {
+    Ok(match BackendUrl::parse(url)? {
+        BackendUrl::Memory => None,
+        BackendUrl::Sqlite(url) => sqlite_lane(&url, lane),
+        BackendUrl::Postgres(url) => postgres_lane(&url, lane),
+        BackendUrl::Redis(url) => redis_lane(&url, lane),
+    })
+}
+
+/// `url` with the query parameter `key` set to `value` (replacing any it had).
+#[cfg_attr(not(any(feature = "postgres", feature = "redis")), allow(dead_code))]
+fn with_param(url: &str, key: &str, value: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut params: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.is_empty() && p.split('=').next() != Some(key))
+        .collect();
+    let set = format!("{key}={value}");
+    params.push(&set);
+    format!("{base}?{}", params.join("&"))
+}
+
+#[cfg(feature = "sqlite")]
+fn sqlite_lane(url: &str, lane: usize) -> Option<String> {
+    let path = docket_sqlite::parse_url(url).ok()?.path;
+    let text = path.to_str()?;
+    let lane_path = format!("{text}-lane{lane}");
+    let lane_url = url.replacen(text, &lane_path, 1);
+    let parsed = docket_sqlite::parse_url(&lane_url).ok()?;
+    (parsed.path == std::path::Path::new(&lane_path)).then_some(lane_url)
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn sqlite_lane(_url: &str, _lane: usize) -> Option<String> {
+    None
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_lane(url: &str, lane: usize) -> Option<String> {
+    let schema = format!(
+        "{}_lane{lane}",
+        docket_postgres::driver_options(url).ok()?.1.schema
+    );
+    let lane_url = with_param(url, "schema", &schema);
+    let parsed = docket_postgres::driver_options(&lane_url).ok()?.1;
+    (parsed.schema == schema).then_some(lane_url)
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_lane(_url: &str, _lane: usize) -> Option<String> {
+    None
+}
+
+#[cfg(feature = "redis")]
+fn redis_lane(url: &str, lane: usize) -> Option<String> {
+    let namespace = format!(
+        "{}-lane{lane}",
+        docket_redis::parse_url(url).ok()?.namespace
+    );
+    let lane_url = with_param(url, docket_redis::NAMESPACE_PARAM, &namespace);
+    let parsed = docket_redis::parse_url(&lane_url).ok()?;
+    (parsed.namespace == namespace).then_some(lane_url)
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_lane(_url: &str, _lane: usize) -> Option<String> {
+    None
 }
 
 /// Deletes the store named by `url` with everything in it: the SQLite file (and its WAL and
@@ -86,6 +170,7 @@ async fn sqlite(url: &str) -> Result<Target, BenchError> {
         backend_name: "sqlite".into(),
         backend: Arc::new(store),
         floor: Arc::new(floor),
+        url: None,
     })
 }
 
@@ -156,6 +241,7 @@ async fn postgres(url: &str) -> Result<Target, BenchError> {
         },
         backend: Arc::new(store),
         floor: Arc::new(floor),
+        url: None,
     })
 }
 
@@ -191,6 +277,7 @@ async fn redis(url: &str) -> Result<Target, BenchError> {
         backend_name: "redis".into(),
         backend: Arc::new(store),
         floor: Arc::new(floor),
+        url: None,
     })
 }
 
@@ -251,4 +338,54 @@ async fn purge_redis(url: &str) -> Result<String, BenchError> {
 #[cfg(not(feature = "redis"))]
 async fn purge_redis(_url: &str) -> Result<String, BenchError> {
     Err(compiled_out("redis"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lane_url;
+
+    fn lane(url: &str, n: usize) -> Option<String> {
+        lane_url(url, n).expect("parses")
+    }
+
+    #[test]
+    fn a_lane_is_the_same_store_name_with_a_lane_suffix_on_the_same_server() {
+        assert_eq!(lane("memory://", 1), None);
+        #[cfg(feature = "sqlite")]
+        assert_eq!(
+            lane("sqlite:///tmp/b/bench.db?busy_timeout_ms=900", 3).as_deref(),
+            Some("sqlite:///tmp/b/bench.db-lane3?busy_timeout_ms=900")
+        );
+        #[cfg(feature = "postgres")]
+        {
+            assert_eq!(
+                lane("postgres://u@h:5432/test?schema=bench_a", 2).as_deref(),
+                Some("postgres://u@h:5432/test?schema=bench_a_lane2")
+            );
+            // Without a schema, the lane is named after the default one.
+            let default = docket_postgres::driver_options("postgres://u@h/test")
+                .expect("options")
+                .1
+                .schema;
+            assert_eq!(
+                lane("postgres://u@h/test", 1),
+                Some(format!("postgres://u@h/test?schema={default}_lane1"))
+            );
+        }
+        #[cfg(feature = "redis")]
+        {
+            assert_eq!(
+                lane(
+                    "redis://127.0.0.1:6379/0?namespace=b1&connect_timeout_ms=900",
+                    8
+                )
+                .as_deref(),
+                Some("redis://127.0.0.1:6379/0?connect_timeout_ms=900&namespace=b1-lane8")
+            );
+            assert_eq!(
+                lane("redis://127.0.0.1:6379", 1).as_deref(),
+                Some("redis://127.0.0.1:6379?namespace=docket-lane1")
+            );
+        }
+    }
 }

@@ -56,8 +56,9 @@ pub struct ScaleOptions {
 }
 
 impl ScaleOptions {
-    /// The sizes the figures are defined at; a run takes long (hours with 10,000 samples of
-    /// a 1 s poll), so it is for runs by hand, not CI.
+    /// The sizes the figures are defined at; a run takes long (a million runs to seed, and
+    /// 10,000 wakeup samples of a 1 s poll without hints, spread over eight stores: about ten
+    /// minutes of them), so it is for runs by hand, not CI.
     #[must_use]
     pub fn full() -> Self {
         ScaleOptions {

@@ -53,6 +53,7 @@ pub(crate) async fn run(ctx: &Ctx, levels: &[usize], window: Window) -> Result<S
                 warmup: window.warmup,
                 ..ctx.options.clone()
             },
+            url: ctx.url.clone(),
         };
         let commits = commits::run(&level, &format!("sweep-a{c}")).await?;
         let store = commits::verify(&level, &commits).await?;

@@ -9,6 +9,16 @@
 //! still in flight, and the start is not in step with the poll timer), and the next sample
 //! waits until it finished. Each run is a 1-node graph; every one is verified: done with
 //! `n = 1` and a sound history, with no fence loss, crash, discard, abandon or poison.
+//!
+//! Without hints a sample waits half a poll interval on average, so 10,000 samples at the
+//! worker's 1 s default would take well over an hour one after another. They are taken in
+//! [`POLL_LANES`] lanes instead: each lane is a store of its own beside the bench's (the same
+//! server; `target::lane_url`), created fresh for the phase and deleted after it, with its own
+//! idle worker, sampled one at a time as above. The lanes share nothing but the machine, so
+//! every sample is still a run started on an idle worker whose store holds nothing else due;
+//! a custom store (which has no URL to place a sibling beside) is sampled in one lane, its
+//! own. With hints on, samples take a few milliseconds and run in one lane, so that no two
+//! wakeups ever compete for the machine.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,13 +28,13 @@ use hdrhistogram::Histogram;
 use rand::Rng;
 use tokio::sync::Semaphore;
 
-use docket_core::store::Layered;
+use docket_core::store::{Backend, Layered};
 
 use super::super::claims::ORPHAN_TTL_MS;
 use super::super::driver::{histogram, record};
 use super::super::e2e::{verify_run, worker_problems};
 use super::super::moments::{run_id, SINGLE};
-use super::super::{BenchError, Ctx};
+use super::super::{target, BenchError, Ctx};
 use super::watch::Watch;
 use docket::engine::WorkerConfig;
 use docket::{Docket, StartOptions};
@@ -43,6 +53,17 @@ pub(crate) struct Wakeups {
     pub verified: String,
 }
 
+/// Stores of their own the samples without push hints are spread over (see the module docs).
+const POLL_LANES: usize = 8;
+
+/// One lane: a store and the facade that verifies its runs.
+struct Lane {
+    backend: Arc<dyn Backend>,
+    docket: Docket,
+    /// The lane's own store's URL, deleted after the phase (`None`: the bench's store).
+    url: Option<String>,
+}
+
 /// Takes `samples` samples with push hints on (`hints`) or hidden, the worker polling every
 /// `poll_ms`.
 pub(crate) async fn run(
@@ -52,8 +73,95 @@ pub(crate) async fn run(
     poll_ms: u64,
 ) -> Result<Wakeups, BenchError> {
     let phase = if hints { "h-push" } else { "h-poll" };
+    let mut lanes = if hints {
+        Vec::new()
+    } else {
+        open_lanes(ctx, POLL_LANES.min(samples)).await?
+    };
+    if lanes.is_empty() {
+        lanes.push(Lane {
+            backend: Arc::clone(&ctx.backend),
+            docket: ctx.docket.clone(),
+            url: None,
+        });
+    }
+    let count = lanes.len();
+    let results = futures::future::join_all(lanes.iter().enumerate().map(|(k, lane)| {
+        let indexes: Vec<usize> = (k..samples).step_by(count).collect();
+        sample_lane(lane, phase, hints, indexes, poll_ms)
+    }))
+    .await;
+    let mut latency = histogram();
+    for lane_latency in results {
+        latency
+            .add(lane_latency?)
+            .map_err(|e| BenchError::Setup(format!("merging wakeup histograms: {e}")))?;
+    }
+    let mut deleted = 0;
+    for lane in lanes {
+        let Lane {
+            backend,
+            docket,
+            url,
+        } = lane;
+        drop((backend, docket));
+        if let Some(url) = url {
+            target::purge(&url).await?;
+            deleted += 1;
+        }
+    }
+    let mode = if hints { "on" } else { "off" };
+    let placement = if deleted > 0 {
+        format!(
+            "{samples} runs over {deleted} fresh stores beside the bench's (deleted afterwards), \
+             each started on the store's own idle worker"
+        )
+    } else {
+        format!("{samples} runs, each started on an idle worker")
+    };
+    Ok(Wakeups {
+        latency,
+        verified: format!(
+            "(h) push hints {mode}: {placement} polling every {poll_ms} ms, done with n = 1 and \
+             a sound history; no fence loss, crash, discard, abandon or poison"
+        ),
+    })
+}
+
+/// Opens `count` fresh stores beside the bench's; none when it has no URL or no sibling.
+async fn open_lanes(ctx: &Ctx, count: usize) -> Result<Vec<Lane>, BenchError> {
+    let Some(url) = &ctx.url else {
+        return Ok(Vec::new());
+    };
+    let mut lanes = Vec::with_capacity(count);
+    for n in 1..=count {
+        let Some(lane_url) = target::lane_url(url, n)? else {
+            return Ok(Vec::new());
+        };
+        // Refuses a store that exists (a failed run's lane is left for inspection).
+        let opened = target::open(&lane_url).await?;
+        let docket =
+            Docket::builder(Arc::clone(&opened.backend), docket::nodes::registry()).build()?;
+        lanes.push(Lane {
+            backend: opened.backend,
+            docket,
+            url: Some(lane_url),
+        });
+    }
+    Ok(lanes)
+}
+
+/// Samples the runs numbered `indexes` one at a time on a new idle worker over `lane`, then
+/// verifies each of them; their start-to-first-read latencies.
+async fn sample_lane(
+    lane: &Lane,
+    phase: &str,
+    hints: bool,
+    indexes: Vec<usize>,
+    poll_ms: u64,
+) -> Result<Histogram<u64>, BenchError> {
     let watch = Arc::new(Layered(Watch::new(
-        Arc::clone(&ctx.backend),
+        Arc::clone(&lane.backend),
         hints,
         Arc::new(Semaphore::new(0)),
     )));
@@ -72,7 +180,7 @@ pub(crate) async fn run(
     let mut latency = histogram();
     let mut failure: Option<BenchError> = None;
     let limit = Duration::from_millis(poll_ms) + SAMPLE_GRACE;
-    for i in 0..samples {
+    for (done, &i) in indexes.iter().enumerate() {
         let gap = rand::thread_rng().gen_range(2..=12);
         tokio::time::sleep(Duration::from_millis(gap)).await;
         let id = run_id(phase, i)?;
@@ -94,10 +202,10 @@ pub(crate) async fn run(
         };
         record(&mut latency, read - asked);
         let deadline = Instant::now() + limit;
-        while watch.0.finished() < i as u64 + 1 && Instant::now() < deadline {
+        while watch.0.finished() < done as u64 + 1 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        if watch.0.finished() < i as u64 + 1 {
+        if watch.0.finished() < done as u64 + 1 {
             failure = Some(BenchError::Verification(vec![format!(
                 "(h) run {id} did not finish within {limit:?}"
             )]));
@@ -112,9 +220,9 @@ pub(crate) async fn run(
     if !shutdown.drained {
         problems.push("(h) the worker did not drain at shutdown".into());
     }
-    let checks: Vec<(u64, Vec<String>)> = futures::stream::iter(0..samples)
+    let checks: Vec<(u64, Vec<String>)> = futures::stream::iter(indexes)
         .map(|i| {
-            let docket = &ctx.docket;
+            let docket = &lane.docket;
             async move { verify_run(docket, &run_id(phase, i)?, SINGLE.output).await }
         })
         .buffer_unordered(16)
@@ -124,13 +232,5 @@ pub(crate) async fn run(
     if !problems.is_empty() {
         return Err(BenchError::Verification(problems));
     }
-    Ok(Wakeups {
-        latency,
-        verified: format!(
-            "(h) push hints {}: {samples} runs, each started on an idle worker polling every \
-             {poll_ms} ms, done with n = 1 and a sound history; no fence loss, crash, discard, \
-             abandon or poison",
-            if hints { "on" } else { "off" }
-        ),
-    })
+    Ok(latency)
 }
