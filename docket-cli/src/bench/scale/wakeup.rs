@@ -31,7 +31,7 @@ use tokio::sync::Semaphore;
 use docket_core::store::{Backend, Layered};
 
 use super::super::claims::ORPHAN_TTL_MS;
-use super::super::driver::{histogram, record};
+use super::super::driver::{histogram, quantile_ms, record};
 use super::super::e2e::{verify_run, worker_problems};
 use super::super::moments::{run_id, SINGLE};
 use super::super::{target, BenchError, Ctx};
@@ -55,6 +55,15 @@ pub(crate) struct Wakeups {
 
 /// Stores of their own the samples without push hints are spread over (see the module docs).
 const POLL_LANES: usize = 8;
+
+/// What one lane measured: each sample's start-to-first-read latency, the part of it the
+/// `start_run` call itself took (the run's initializing commit), and the slowest sample as
+/// (its latency, its `start_run`).
+struct Sampled {
+    latency: Histogram<u64>,
+    starts: Histogram<u64>,
+    slowest: (Duration, Duration),
+}
 
 /// One lane: a store and the facade that verifies its runs.
 struct Lane {
@@ -91,11 +100,16 @@ pub(crate) async fn run(
         sample_lane(lane, phase, hints, indexes, poll_ms)
     }))
     .await;
-    let mut latency = histogram();
-    for lane_latency in results {
-        latency
-            .add(lane_latency?)
-            .map_err(|e| BenchError::Setup(format!("merging wakeup histograms: {e}")))?;
+    let (mut latency, mut starts, mut slowest) =
+        (histogram(), histogram(), (Duration::ZERO, Duration::ZERO));
+    let merge = |e: hdrhistogram::errors::AdditionError| {
+        BenchError::Setup(format!("merging wakeup histograms: {e}"))
+    };
+    for lane in results {
+        let lane = lane?;
+        latency.add(&lane.latency).map_err(merge)?;
+        starts.add(&lane.starts).map_err(merge)?;
+        slowest = slowest.max(lane.slowest);
     }
     let mut deleted = 0;
     for lane in lanes {
@@ -123,7 +137,14 @@ pub(crate) async fn run(
         latency,
         verified: format!(
             "(h) push hints {mode}: {placement} polling every {poll_ms} ms, done with n = 1 and \
-             a sound history; no fence loss, crash, discard, abandon or poison"
+             a sound history; no fence loss, crash, discard, abandon or poison; start_run p50 \
+             {:.2} ms, p99 {:.2} ms, max {:.1} ms; the slowest sample, {:.1} ms, spent {:.1} ms \
+             in start_run",
+            quantile_ms(&starts, 0.5),
+            quantile_ms(&starts, 0.99),
+            starts.max() as f64 / 1_000.0,
+            slowest.0.as_secs_f64() * 1_000.0,
+            slowest.1.as_secs_f64() * 1_000.0,
         ),
     })
 }
@@ -152,14 +173,14 @@ async fn open_lanes(ctx: &Ctx, count: usize) -> Result<Vec<Lane>, BenchError> {
 }
 
 /// Samples the runs numbered `indexes` one at a time on a new idle worker over `lane`, then
-/// verifies each of them; their start-to-first-read latencies.
+/// verifies each of them.
 async fn sample_lane(
     lane: &Lane,
     phase: &str,
     hints: bool,
     indexes: Vec<usize>,
     poll_ms: u64,
-) -> Result<Histogram<u64>, BenchError> {
+) -> Result<Sampled, BenchError> {
     let watch = Arc::new(Layered(Watch::new(
         Arc::clone(&lane.backend),
         hints,
@@ -177,7 +198,8 @@ async fn sample_lane(
     let graph = docket.save_graph_json(SINGLE.graph).await?;
     let worker = docket.start_worker();
     let stats = Arc::clone(worker.stats());
-    let mut latency = histogram();
+    let (mut latency, mut starts, mut slowest) =
+        (histogram(), histogram(), (Duration::ZERO, Duration::ZERO));
     let mut failure: Option<BenchError> = None;
     let limit = Duration::from_millis(poll_ms) + SAMPLE_GRACE;
     for (done, &i) in indexes.iter().enumerate() {
@@ -194,6 +216,7 @@ async fn sample_lane(
             failure = Some(e.into());
             break;
         }
+        let started = asked.elapsed();
         let Some(read) = watch.0.first_read(asked + limit).await else {
             failure = Some(BenchError::Verification(vec![format!(
                 "(h) run {id} was not started by the idle worker within {limit:?}"
@@ -201,6 +224,8 @@ async fn sample_lane(
             break;
         };
         record(&mut latency, read - asked);
+        record(&mut starts, started);
+        slowest = slowest.max((read - asked, started));
         let deadline = Instant::now() + limit;
         while watch.0.finished() < done as u64 + 1 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -232,5 +257,9 @@ async fn sample_lane(
     if !problems.is_empty() {
         return Err(BenchError::Verification(problems));
     }
-    Ok(latency)
+    Ok(Sampled {
+        latency,
+        starts,
+        slowest,
+    })
 }
