@@ -56,13 +56,26 @@ pub(crate) struct Wakeups {
 /// Stores of their own the samples without push hints are spread over (see the module docs).
 const POLL_LANES: usize = 8;
 
-/// What one lane measured: each sample's start-to-first-read latency, the part of it the
-/// `start_run` call itself took (the run's initializing commit), and the slowest sample as
-/// (its latency, its `start_run`).
+/// Where one sample's time went: its whole latency, then in order the `start_run` call (the
+/// run's initializing commit), the wait from its return until the claim call that leased the
+/// run began (zero when that claim began first), that claim call, and the rest, until the
+/// vehicle's first read.
+#[derive(Clone, Copy, Debug, Default)]
+struct Split {
+    total: Duration,
+    start: Duration,
+    wait: Duration,
+    claim: Duration,
+    launch: Duration,
+}
+
+/// What one lane measured: each sample's start-to-first-read latency, the `start_run` part
+/// of it, the slowest sample's [`Split`], and the claim calls that failed.
 struct Sampled {
     latency: Histogram<u64>,
     starts: Histogram<u64>,
-    slowest: (Duration, Duration),
+    slowest: Split,
+    claim_failures: u64,
 }
 
 /// One lane: a store and the facade that verifies its runs.
@@ -100,8 +113,8 @@ pub(crate) async fn run(
         sample_lane(lane, phase, hints, indexes, poll_ms)
     }))
     .await;
-    let (mut latency, mut starts, mut slowest) =
-        (histogram(), histogram(), (Duration::ZERO, Duration::ZERO));
+    let (mut latency, mut starts, mut slowest) = (histogram(), histogram(), Split::default());
+    let mut claim_failures = 0;
     let merge = |e: hdrhistogram::errors::AdditionError| {
         BenchError::Setup(format!("merging wakeup histograms: {e}"))
     };
@@ -109,7 +122,10 @@ pub(crate) async fn run(
         let lane = lane?;
         latency.add(&lane.latency).map_err(merge)?;
         starts.add(&lane.starts).map_err(merge)?;
-        slowest = slowest.max(lane.slowest);
+        if lane.slowest.total > slowest.total {
+            slowest = lane.slowest;
+        }
+        claim_failures += lane.claim_failures;
     }
     let mut deleted = 0;
     for lane in lanes {
@@ -138,15 +154,23 @@ pub(crate) async fn run(
         verified: format!(
             "(h) push hints {mode}: {placement} polling every {poll_ms} ms, done with n = 1 and \
              a sound history; no fence loss, crash, discard, abandon or poison; start_run p50 \
-             {:.2} ms, p99 {:.2} ms, max {:.1} ms; the slowest sample, {:.1} ms, spent {:.1} ms \
-             in start_run",
+             {:.2} ms, p99 {:.2} ms, max {:.1} ms; the slowest sample, {:.1} ms: start_run \
+             {:.1} ms, then {:.1} ms until the claim that leased it began, {:.1} ms in that \
+             claim, {:.1} ms to the first read; {claim_failures} claim calls failed",
             quantile_ms(&starts, 0.5),
             quantile_ms(&starts, 0.99),
             starts.max() as f64 / 1_000.0,
-            slowest.0.as_secs_f64() * 1_000.0,
-            slowest.1.as_secs_f64() * 1_000.0,
+            ms(slowest.total),
+            ms(slowest.start),
+            ms(slowest.wait),
+            ms(slowest.claim),
+            ms(slowest.launch),
         ),
     })
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1_000.0
 }
 
 /// Opens `count` fresh stores beside the bench's; none when it has no URL or no sibling.
@@ -198,8 +222,7 @@ async fn sample_lane(
     let graph = docket.save_graph_json(SINGLE.graph).await?;
     let worker = docket.start_worker();
     let stats = Arc::clone(worker.stats());
-    let (mut latency, mut starts, mut slowest) =
-        (histogram(), histogram(), (Duration::ZERO, Duration::ZERO));
+    let (mut latency, mut starts, mut slowest) = (histogram(), histogram(), Split::default());
     let mut failure: Option<BenchError> = None;
     let limit = Duration::from_millis(poll_ms) + SAMPLE_GRACE;
     for (done, &i) in indexes.iter().enumerate() {
@@ -225,7 +248,17 @@ async fn sample_lane(
         };
         record(&mut latency, read - asked);
         record(&mut starts, started);
-        slowest = slowest.max((read - asked, started));
+        if read - asked > slowest.total {
+            let returned = asked + started;
+            let (began, claimed) = watch.0.target_claim().unwrap_or((read, read));
+            slowest = Split {
+                total: read - asked,
+                start: started,
+                wait: began.saturating_duration_since(returned),
+                claim: claimed.saturating_duration_since(began),
+                launch: read.saturating_duration_since(claimed),
+            };
+        }
         let deadline = Instant::now() + limit;
         while watch.0.finished() < done as u64 + 1 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -261,5 +294,6 @@ async fn sample_lane(
         latency,
         starts,
         slowest,
+        claim_failures: watch.0.claim_failures(),
     })
 }

@@ -23,6 +23,8 @@ use docket_core::store::{
 struct Target {
     id: RunId,
     leased: bool,
+    /// When the claim call that leased it began and returned.
+    claim: Option<(Instant, Instant)>,
     first_read: Option<Instant>,
 }
 
@@ -36,6 +38,7 @@ pub(crate) struct Watch {
     backlog: Arc<Semaphore>,
     target: Mutex<Option<Target>>,
     read: Notify,
+    claim_failures: AtomicU64,
 }
 
 impl std::fmt::Debug for Watch {
@@ -60,6 +63,7 @@ impl Watch {
             backlog,
             target: Mutex::new(None),
             read: Notify::new(),
+            claim_failures: AtomicU64::new(0),
         }
     }
 
@@ -84,6 +88,7 @@ impl Watch {
             *target = Some(Target {
                 id,
                 leased: false,
+                claim: None,
                 first_read: None,
             });
         }
@@ -105,6 +110,19 @@ impl Watch {
             // A notification between the check and the wait is kept as a permit.
             let _ = tokio::time::timeout(left, self.read.notified()).await;
         }
+    }
+
+    /// When the claim call that leased the target began and returned (`None` before it).
+    pub(crate) fn target_claim(&self) -> Option<(Instant, Instant)> {
+        self.target
+            .lock()
+            .ok()
+            .and_then(|t| t.as_ref().and_then(|t| t.claim))
+    }
+
+    /// Claim calls that failed so far (each one backs the worker's poll timer off).
+    pub(crate) fn claim_failures(&self) -> u64 {
+        self.claim_failures.load(Ordering::SeqCst)
     }
 
     fn count_finished(&self, run: &Run) {
@@ -172,11 +190,16 @@ impl StoreLayer for Watch {
     }
 
     async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
-        let batch = self.inner.claim_due(policy).await?;
+        let began = Instant::now();
+        let batch = self.inner.claim_due(policy).await.inspect_err(|_| {
+            self.claim_failures.fetch_add(1, Ordering::SeqCst);
+        })?;
+        let returned = Instant::now();
         if let Ok(mut target) = self.target.lock() {
             if let Some(t) = target.as_mut() {
                 if batch.leases.iter().any(|l| l.run_id == t.id) {
                     t.leased = true;
+                    t.claim = Some((began, returned));
                 }
             }
         }
