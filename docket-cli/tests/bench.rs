@@ -18,7 +18,7 @@ use docket::core::store::{
     Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, Layered, RunStore, StoreError,
     StoreLayer,
 };
-use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport, ScaleOptions};
+use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport, ScaleFigure, ScaleOptions};
 
 /// Every figure `BENCHMARKS.md` lists (“The figures”; (e) needs `/proc`).
 const FIGURES: [&str; 15] = [
@@ -70,6 +70,7 @@ fn tiny_scale() -> ScaleOptions {
         completed: (10, 30),
         wakeup_samples: 5,
         wakeup_poll_ms: 40,
+        figures: ScaleFigure::ALL.to_vec(),
     }
 }
 
@@ -227,6 +228,56 @@ async fn the_memory_bench_reports_every_figure_beside_its_floor_and_verifies() {
     assert_wakeup_lanes(&report, false);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chosen_scale_figure_is_measured_without_the_others() {
+    let options = BenchOptions {
+        scale: Some(ScaleOptions {
+            figures: vec![ScaleFigure::ClaimLatency, ScaleFigure::Wakeup],
+            ..tiny_scale()
+        }),
+        ..tiny()
+    };
+    let report = bench::run("memory://", &options).await.expect("bench runs");
+    let keys: Vec<&str> = report.figures.iter().map(|f| f.key.as_str()).collect();
+    for chosen in ["claim_latency_p99_at_scale", "seed_rate", "wakeup_poll_max"] {
+        assert!(keys.contains(&chosen), "{chosen} missing from {keys:?}");
+    }
+    for left_out in [
+        "scale_peak_rss",
+        "e2e_throughput_backlog",
+        "commit_throughput_c1",
+    ] {
+        assert!(!keys.contains(&left_out), "{left_out} measured: {keys:?}");
+    }
+    assert!(
+        report.verified.iter().all(|v| !v.starts_with("(g)")),
+        "{:?}",
+        report.verified
+    );
+    // The standard figures are all still there.
+    assert!(keys.contains(&"e2e_throughput_1node"), "{keys:?}");
+}
+
+#[test]
+fn scale_figure_lists_name_each_figure_once() {
+    assert_eq!(
+        ScaleFigure::parse_list("all").expect("all"),
+        ScaleFigure::ALL.to_vec()
+    );
+    assert_eq!(
+        ScaleFigure::parse_list("h, f").expect("two"),
+        vec![ScaleFigure::Wakeup, ScaleFigure::ClaimLatency]
+    );
+    for bad in ["", "h,h", "x", "h,,f"] {
+        assert!(ScaleFigure::parse_list(bad).is_err(), "{bad:?} accepted");
+    }
+    let empty = ScaleOptions {
+        figures: Vec::new(),
+        ..tiny_scale()
+    };
+    assert!(empty.validate().is_err(), "no figure at all accepted");
+}
+
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sqlite_bench_measures_a_fresh_file_and_cleanup_deletes_it() {
@@ -305,6 +356,21 @@ async fn the_postgres_bench_measures_a_fresh_schema_beside_a_skip_locked_floor()
         "{:?}",
         report.floors
     );
+    // The server's own answer, read apart from the bench.
+    let pool = sqlx::PgPool::connect(&server).await.expect("connect");
+    let autovacuum: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
+        .fetch_one(&pool)
+        .await
+        .expect("autovacuum setting");
+    let settings = report
+        .floors
+        .iter()
+        .find(|f| f.starts_with("server: PostgreSQL "))
+        .unwrap_or_else(|| panic!("no server line: {:?}", report.floors));
+    assert!(
+        settings.contains(&format!("autovacuum {autovacuum}")),
+        "{settings} (the server says autovacuum {autovacuum})"
+    );
     let again = bench::run(&url, &tiny())
         .await
         .expect_err("not fresh any more");
@@ -328,6 +394,26 @@ async fn the_redis_bench_measures_a_fresh_namespace_beside_a_script_floor() {
         report.floors.iter().any(|f| f.contains("ZPOPMIN")),
         "{:?}",
         report.floors
+    );
+    let client = redis::Client::open(server.as_str()).expect("client");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let appendonly: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("appendonly")
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG GET");
+    let settings = report
+        .floors
+        .iter()
+        .find(|f| f.starts_with("server: Redis "))
+        .unwrap_or_else(|| panic!("no server line: {:?}", report.floors));
+    assert!(
+        settings.contains(&format!("appendonly {}", appendonly[1])),
+        "{settings} (the server says {appendonly:?})"
     );
     let again = bench::run(&url, &tiny())
         .await

@@ -52,7 +52,7 @@ use docket::Docket;
 pub use chart::{render_chart, ChartText};
 pub use curve::render_curve;
 pub use report::{BenchReport, Better, Figure};
-pub use scale::{CurvePoint, ScaleOptions};
+pub use scale::{CurvePoint, ScaleFigure, ScaleOptions};
 pub use target::purge;
 
 use driver::{quantile_ms, Window};
@@ -261,6 +261,8 @@ async fn measure(
         options: options.clone(),
         url: target.url.clone(),
     };
+    // Read first, so a server that cannot answer fails the bench before anything is measured.
+    let server = ctx.floor.server_settings().await?;
     let measured = async {
         let e2e = e2e::run(&ctx, "e2e", moments::CHAIN).await?;
         let e2e_single = e2e::run(&ctx, "e2e1", moments::SINGLE).await?;
@@ -499,9 +501,12 @@ async fn measure(
         commits_per_run: e2e.commits_per_run,
         verified,
         curve,
-        floors: vec![
+        floors: [
             format!("commit floor: {commit_floor}"),
             format!("claim floor: {claim_floor}"),
-        ],
+        ]
+        .into_iter()
+        .chain(server)
+        .collect(),
     })
 }

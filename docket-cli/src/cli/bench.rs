@@ -9,7 +9,7 @@ use clap::Args;
 
 use docket::connect::redact;
 use docket::DocketError;
-use docket_cli::bench::{self, BenchOptions, BenchReport, ChartText, ScaleOptions};
+use docket_cli::bench::{self, BenchOptions, BenchReport, ChartText, ScaleFigure, ScaleOptions};
 
 use super::CliResult;
 
@@ -49,6 +49,11 @@ pub struct BenchArgs {
     /// in every label) or `full` (the defined sizes; long, by hand).
     #[arg(long, default_value = "off", value_name = "off|smoke|quick|full")]
     scale: String,
+    /// Which scale figures to measure, comma-separated: `e` (RSS after many runs), `h`
+    /// (wakeup), `sweep` (concurrency sweep), `f` (claim latency with many pending), `g`
+    /// (end to end beside a backlog), or `all`. Needs --scale.
+    #[arg(long, default_value = "all", value_name = "LIST")]
+    scale_figures: String,
     /// Draw the scale figures' throughput-against-concurrency curve as a PNG at FILE.
     #[arg(long, value_name = "FILE.png")]
     curve: Option<PathBuf>,
@@ -68,6 +73,18 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
+    fn scale(&self) -> Result<Option<ScaleOptions>, DocketError> {
+        let invalid = |e: bench::BenchError| DocketError::InvalidOptions(e.to_string());
+        let figures = ScaleFigure::parse_list(&self.scale_figures).map_err(invalid)?;
+        match ScaleOptions::preset(&self.scale).map_err(invalid)? {
+            Some(scale) => Ok(Some(ScaleOptions { figures, ..scale })),
+            None if self.scale_figures != "all" => Err(DocketError::InvalidOptions(
+                "--scale-figures needs --scale smoke, quick or full".into(),
+            )),
+            None => Ok(None),
+        }
+    }
+
     fn options(&self) -> Result<BenchOptions, DocketError> {
         let seconds = |what: &str, s: f64| {
             Duration::try_from_secs_f64(s)
@@ -87,8 +104,7 @@ impl BenchArgs {
             max_commit_batch: self.max_commit_batch,
             fairness_backlog: self.fairness_backlog,
             fairness_runs: self.fairness_runs,
-            scale: ScaleOptions::preset(&self.scale)
-                .map_err(|e| DocketError::InvalidOptions(e.to_string()))?,
+            scale: self.scale()?,
             git_commit: self.git_commit.clone(),
         })
     }
@@ -104,7 +120,7 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
     })?;
     let options = args.options()?;
     note!(
-        "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}, group commit {}, scale {}",
+        "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}, group commit {}, scale {} ({})",
         redact(url),
         options.concurrency,
         options.duration.as_secs_f64(),
@@ -114,7 +130,8 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
             || "as the store prefers".to_owned(),
             |n| format!("up to {n} per call")
         ),
-        args.scale
+        args.scale,
+        args.scale_figures
     );
     let report = match bench::run(url, &options).await {
         Ok(report) => report,

@@ -61,6 +61,16 @@ pub(crate) trait Floor: Send + Sync {
 
     /// Removes the floor's tables or keys.
     async fn teardown(&self) -> Result<(), BenchError>;
+
+    /// The server's version and the settings every figure depends on (durability, and on
+    /// PostgreSQL whether autovacuum reclaims the rows a long run leaves dead), for the report;
+    /// `None` where the floor has no server to ask.
+    ///
+    /// # Errors
+    /// The server cannot be reached.
+    async fn server_settings(&self) -> Result<Option<String>, BenchError> {
+        Ok(None)
+    }
 }
 
 /// A floor error of `backend`.

@@ -114,8 +114,40 @@ fn text_literal(text: &str) -> String {
     format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
+/// Reads the settings [`Floor::server_settings`] reports, each as the server prints it.
+const SERVER_SETTINGS: &str = "SELECT current_setting('server_version'), \
+    current_setting('fsync'), current_setting('synchronous_commit'), \
+    current_setting('autovacuum'), current_setting('shared_buffers')";
+
 #[async_trait]
 impl Floor for PostgresFloor {
+    async fn server_settings(&self) -> Result<Option<String>, BenchError> {
+        // A simple query, so it passes a transaction pooler unchanged.
+        let rows = sqlx::raw_sql(SERVER_SETTINGS)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(pg_error)?;
+        let row = rows
+            .first()
+            .ok_or_else(|| floor_error("postgres", "the server returned no settings"))?;
+        let setting = |i: usize| row.try_get::<String, _>(i).map_err(pg_error);
+        let autovacuum = setting(3)?;
+        let caveat = if autovacuum == "off" {
+            " (nothing reclaims the rows and index entries a run leaves dead, so figures taken \
+             late in a long run pay for the earlier phases)"
+        } else {
+            ""
+        };
+        Ok(Some(format!(
+            "server: PostgreSQL {}, fsync {}, synchronous_commit {}, shared_buffers {}, \
+             autovacuum {autovacuum}{caveat}",
+            setting(0)?,
+            setting(1)?,
+            setting(2)?,
+            setting(4)?,
+        )))
+    }
+
     fn commit_statement(&self) -> &'static str {
         "UPDATE bare_table SET seq = seq + 1 WHERE id = $1 AND seq = $2 AND token = $3"
     }

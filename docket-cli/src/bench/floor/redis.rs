@@ -121,8 +121,44 @@ impl RedisFloor {
     }
 }
 
+impl RedisFloor {
+    /// One `CONFIG GET` value, or `None` where the server refuses `CONFIG` (managed services
+    /// often do).
+    async fn config(&self, name: &str) -> Option<String> {
+        let mut conn = self.conn.clone();
+        let pair: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg(name)
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        pair.into_iter().nth(1)
+    }
+}
+
 #[async_trait]
 impl Floor for RedisFloor {
+    async fn server_settings(&self) -> Result<Option<String>, BenchError> {
+        let mut conn = self.conn.clone();
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_error)?;
+        let version = info
+            .lines()
+            .find_map(|line| line.strip_prefix("redis_version:"))
+            .unwrap_or("of unknown version")
+            .trim()
+            .to_owned();
+        let unknown = || "unknown (CONFIG refused)".to_owned();
+        let appendonly = self.config("appendonly").await.unwrap_or_else(unknown);
+        let appendfsync = self.config("appendfsync").await.unwrap_or_else(unknown);
+        Ok(Some(format!(
+            "server: Redis {version}, appendonly {appendonly}, appendfsync {appendfsync}"
+        )))
+    }
+
     fn commit_statement(&self) -> &'static str {
         "EVALSHA: HMGET seq, token; compare; HSET seq (one hash)"
     }

@@ -32,6 +32,73 @@ use super::driver::{quantile_ms, Window};
 use super::report::{number, Better, Figure};
 use super::{BenchError, Ctx};
 
+/// One scale figure (or the sweep), to measure alone or beside some of the others: a full-size
+/// run takes half an hour, and re-measuring one figure should not (`--scale-figures`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleFigure {
+    /// (e) peak RSS after many completed runs (`e`).
+    Memory,
+    /// (h) wakeup latency, push hints on and off (`h`).
+    Wakeup,
+    /// (a) and (c) at each concurrency of the sweep (`sweep`).
+    Sweep,
+    /// (f) claim latency and seeding with many pending runs (`f`).
+    ClaimLatency,
+    /// (g) end to end beside a large backlog (`g`).
+    Backlog,
+}
+
+impl ScaleFigure {
+    /// Every scale figure, in the order they run.
+    pub const ALL: [ScaleFigure; 5] = [
+        ScaleFigure::Memory,
+        ScaleFigure::Wakeup,
+        ScaleFigure::Sweep,
+        ScaleFigure::ClaimLatency,
+        ScaleFigure::Backlog,
+    ];
+
+    /// The name `--scale-figures` takes.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            ScaleFigure::Memory => "e",
+            ScaleFigure::Wakeup => "h",
+            ScaleFigure::Sweep => "sweep",
+            ScaleFigure::ClaimLatency => "f",
+            ScaleFigure::Backlog => "g",
+        }
+    }
+
+    /// Parses a comma-separated list of figure names (`e`, `h`, `sweep`, `f`, `g`, or `all`).
+    ///
+    /// # Errors
+    /// [`BenchError::Options`] naming an unknown or repeated name, or an empty list.
+    pub fn parse_list(list: &str) -> Result<Vec<ScaleFigure>, BenchError> {
+        if list.trim() == "all" {
+            return Ok(Self::ALL.to_vec());
+        }
+        let mut chosen = Vec::new();
+        for name in list.split(',').map(str::trim) {
+            let figure = Self::ALL
+                .into_iter()
+                .find(|f| f.name() == name)
+                .ok_or_else(|| {
+                    BenchError::Options(format!(
+                        "unknown scale figure {name:?}: e, h, sweep, f, g or all"
+                    ))
+                })?;
+            if chosen.contains(&figure) {
+                return Err(BenchError::Options(format!(
+                    "scale figure {name:?} named twice"
+                )));
+            }
+            chosen.push(figure);
+        }
+        Ok(chosen)
+    }
+}
+
 /// Sizes of the scale figures.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScaleOptions {
@@ -53,6 +120,9 @@ pub struct ScaleOptions {
     pub wakeup_samples: usize,
     /// (h): the worker's poll interval, in milliseconds.
     pub wakeup_poll_ms: u64,
+    /// The figures measured (every one in the presets); they run in [`ScaleFigure::ALL`]'s
+    /// order whatever the order here.
+    pub figures: Vec<ScaleFigure>,
 }
 
 impl ScaleOptions {
@@ -71,6 +141,7 @@ impl ScaleOptions {
             completed: (10_000, 100_000),
             wakeup_samples: 10_000,
             wakeup_poll_ms: docket::engine::WorkerConfig::default().poll_interval_ms,
+            figures: ScaleFigure::ALL.to_vec(),
         }
     }
 
@@ -88,6 +159,7 @@ impl ScaleOptions {
             completed: (2_000, 20_000),
             wakeup_samples: 1_000,
             wakeup_poll_ms: 100,
+            figures: ScaleFigure::ALL.to_vec(),
         }
     }
 
@@ -105,6 +177,7 @@ impl ScaleOptions {
             completed: (20, 100),
             wakeup_samples: 10,
             wakeup_poll_ms: 50,
+            figures: ScaleFigure::ALL.to_vec(),
         }
     }
 
@@ -147,7 +220,14 @@ impl ScaleOptions {
         if self.claim_samples == 0 || self.wakeup_samples == 0 || self.wakeup_poll_ms == 0 {
             return bad("samples and the poll interval must be positive");
         }
+        if self.figures.is_empty() {
+            return bad("at least one figure must be measured");
+        }
         Ok(())
+    }
+
+    fn measures(&self, figure: ScaleFigure) -> bool {
+        self.figures.contains(&figure)
     }
 
     fn window(&self) -> Window {
@@ -168,15 +248,20 @@ pub(crate) struct ScaleResult {
     pub verified: Vec<String>,
 }
 
-/// Runs every scale phase: (e) first while the process is smallest, then (h) on an idle
-/// store, the sweep, (f) and (g) (the phases that write the most).
+/// Runs the chosen scale phases in this order: (e) first while the process is smallest, then
+/// (h) on an idle store, the sweep, (f) and (g) (the phases that write the most).
 pub(crate) async fn run(ctx: &Ctx, scale: &ScaleOptions) -> Result<ScaleResult, BenchError> {
     let tag = &scale.name;
     let mut figures = Vec::new();
     let mut verified = Vec::new();
 
     let (small, large) = scale.completed;
-    if let Some(memory) = memory::run(ctx, small, large).await? {
+    let memory = if scale.measures(ScaleFigure::Memory) {
+        memory::run(ctx, small, large).await?
+    } else {
+        None
+    };
+    if let Some(memory) = memory {
         figures.push(Figure {
             key: "scale_peak_rss".into(),
             label: format!(
@@ -194,7 +279,12 @@ pub(crate) async fn run(ctx: &Ctx, scale: &ScaleOptions) -> Result<ScaleResult, 
     }
 
     let poll = scale.wakeup_poll_ms as f64;
-    for hints in [true, false] {
+    let modes: &[bool] = if scale.measures(ScaleFigure::Wakeup) {
+        &[true, false]
+    } else {
+        &[]
+    };
+    for &hints in modes {
         let w = wakeup::run(ctx, hints, scale.wakeup_samples, scale.wakeup_poll_ms).await?;
         let mode = if hints { "push" } else { "poll" };
         let said = if hints { "on" } else { "off" };
@@ -221,7 +311,11 @@ pub(crate) async fn run(ctx: &Ctx, scale: &ScaleOptions) -> Result<ScaleResult, 
         verified.push(w.verified);
     }
 
-    let sweep = sweep::run(ctx, &scale.sweep, scale.window()).await?;
+    let sweep = if scale.measures(ScaleFigure::Sweep) {
+        sweep::run(ctx, &scale.sweep, scale.window()).await?
+    } else {
+        sweep::Sweep::default()
+    };
     for p in &sweep.points {
         let c = p.concurrency;
         figures.push(Figure {
@@ -257,6 +351,28 @@ pub(crate) async fn run(ctx: &Ctx, scale: &ScaleOptions) -> Result<ScaleResult, 
     }
     verified.extend(sweep.verified);
 
+    if scale.measures(ScaleFigure::ClaimLatency) {
+        claim_figures(ctx, scale, &mut figures, &mut verified).await?;
+    }
+    if scale.measures(ScaleFigure::Backlog) {
+        backlog_figure(ctx, scale, &mut figures, &mut verified).await?;
+    }
+
+    Ok(ScaleResult {
+        figures,
+        curve: sweep.points,
+        verified,
+    })
+}
+
+/// (f): claim latency at the two pending counts, and the seeding rate.
+async fn claim_figures(
+    ctx: &Ctx,
+    scale: &ScaleOptions,
+    figures: &mut Vec<Figure>,
+    verified: &mut Vec<String>,
+) -> Result<(), BenchError> {
+    let tag = &scale.name;
     let (small, large) = scale.claim_pending;
     let claims = claim_latency::run(ctx, small, large, scale.claim_samples).await?;
     for (q, name) in [(0.5, "p50"), (0.99, "p99")] {
@@ -288,7 +404,17 @@ pub(crate) async fn run(ctx: &Ctx, scale: &ScaleOptions) -> Result<ScaleResult, 
         meaning: "share of the small seeding rate kept (batches of 500 initializes)",
     });
     verified.extend(claims.verified);
+    Ok(())
+}
 
+/// (g): end to end beside the large backlog, against the small one.
+async fn backlog_figure(
+    ctx: &Ctx,
+    scale: &ScaleOptions,
+    figures: &mut Vec<Figure>,
+    verified: &mut Vec<String>,
+) -> Result<(), BenchError> {
+    let tag = &scale.name;
     let (small, large) = scale.backlog;
     let backlog = backlog::run(ctx, small, large, scale.window()).await?;
     figures.push(Figure {
@@ -305,10 +431,5 @@ pub(crate) async fn run(ctx: &Ctx, scale: &ScaleOptions) -> Result<ScaleResult, 
         meaning: "share of the small-backlog rate kept (target ≥ 0.9)",
     });
     verified.extend(backlog.verified);
-
-    Ok(ScaleResult {
-        figures,
-        curve: sweep.points,
-        verified,
-    })
+    Ok(())
 }

@@ -31,6 +31,7 @@ pub struct CurvePoint {
 }
 
 /// Every level, verified.
+#[derive(Default)]
 pub(crate) struct Sweep {
     /// In the order measured.
     pub points: Vec<CurvePoint>,
