@@ -21,7 +21,7 @@
 //! wakeups ever compete for the machine.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures::{StreamExt, TryStreamExt};
 use hdrhistogram::Histogram;
@@ -62,6 +62,9 @@ const POLL_LANES: usize = 8;
 /// vehicle's first read.
 #[derive(Clone, Copy, Debug, Default)]
 struct Split {
+    /// When the sample's `start_run` was called, for lining the outlier up with the server's
+    /// logs (checkpoints, vacuums).
+    at: Option<SystemTime>,
     total: Duration,
     start: Duration,
     wait: Duration,
@@ -154,19 +157,35 @@ pub(crate) async fn run(
         verified: format!(
             "(h) push hints {mode}: {placement} polling every {poll_ms} ms, done with n = 1 and \
              a sound history; no fence loss, crash, discard, abandon or poison; start_run p50 \
-             {:.2} ms, p99 {:.2} ms, max {:.1} ms; the slowest sample, {:.1} ms: start_run \
-             {:.1} ms, then {:.1} ms until the claim that leased it began, {:.1} ms in that \
+             {:.2} ms, p99 {:.2} ms, max {:.1} ms; the slowest sample, {:.1} ms (started {}): \
+             start_run {:.1} ms, then {:.1} ms until the claim that leased it began, {:.1} ms in that \
              claim, {:.1} ms to the first read; {claim_failures} claim calls failed",
             quantile_ms(&starts, 0.5),
             quantile_ms(&starts, 0.99),
             starts.max() as f64 / 1_000.0,
             ms(slowest.total),
+            time_of_day(slowest.at),
             ms(slowest.start),
             ms(slowest.wait),
             ms(slowest.claim),
             ms(slowest.launch),
         ),
     })
+}
+
+/// `HH:MM:SS.mmm UTC` of `at`, the form server logs use.
+fn time_of_day(at: Option<SystemTime>) -> String {
+    let Some(since) = at.and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok()) else {
+        return "at an unknown time".into();
+    };
+    let s = since.as_secs();
+    format!(
+        "at {:02}:{:02}:{:02}.{:03} UTC",
+        s / 3_600 % 24,
+        s / 60 % 60,
+        s % 60,
+        since.subsec_millis()
+    )
 }
 
 fn ms(d: Duration) -> f64 {
@@ -231,6 +250,7 @@ async fn sample_lane(
         let id = run_id(phase, i)?;
         watch.0.target(id.clone());
         let asked = Instant::now();
+        let asked_at = SystemTime::now();
         let options = StartOptions {
             run_id: Some(id.clone()),
             ..StartOptions::default()
@@ -252,6 +272,7 @@ async fn sample_lane(
             let returned = asked + started;
             let (began, claimed) = watch.0.target_claim().unwrap_or((read, read));
             slowest = Split {
+                at: Some(asked_at),
                 total: read - asked,
                 start: started,
                 wait: began.saturating_duration_since(returned),
