@@ -127,6 +127,17 @@ fn assert_wakeup_lanes(report: &BenchReport, lanes: bool) {
     );
 }
 
+/// The report's line of the server's settings (`server: <name> …`).
+#[cfg(any(feature = "postgres", feature = "redis"))]
+fn server_line<'a>(report: &'a BenchReport, name: &str) -> &'a str {
+    let prefix = format!("server: {name} ");
+    report
+        .floors
+        .iter()
+        .find(|f| f.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no server line: {:?}", report.floors))
+}
+
 fn assert_complete(report: &BenchReport) {
     for key in FIGURES {
         let figure = report
@@ -362,11 +373,7 @@ async fn the_postgres_bench_measures_a_fresh_schema_beside_a_skip_locked_floor()
         .fetch_one(&pool)
         .await
         .expect("autovacuum setting");
-    let settings = report
-        .floors
-        .iter()
-        .find(|f| f.starts_with("server: PostgreSQL "))
-        .unwrap_or_else(|| panic!("no server line: {:?}", report.floors));
+    let settings = server_line(&report, "PostgreSQL");
     assert!(
         settings.contains(&format!("autovacuum {autovacuum}")),
         "{settings} (the server says autovacuum {autovacuum})"
@@ -406,11 +413,7 @@ async fn the_redis_bench_measures_a_fresh_namespace_beside_a_script_floor() {
         .query_async(&mut conn)
         .await
         .expect("CONFIG GET");
-    let settings = report
-        .floors
-        .iter()
-        .find(|f| f.starts_with("server: Redis "))
-        .unwrap_or_else(|| panic!("no server line: {:?}", report.floors));
+    let settings = server_line(&report, "Redis");
     assert!(
         settings.contains(&format!("appendonly {}", appendonly[1])),
         "{settings} (the server says {appendonly:?})"
