@@ -134,6 +134,7 @@ macro_rules! __case_table {
                 tenant_fair_serves_each_owners_runs_oldest_wake_first,
                 the_cursor_carries_the_round_robin_across_claims,
                 new_work_behind_the_cursor_waits_for_the_next_round,
+                an_owner_with_nothing_due_is_passed_over_until_its_runs_are,
                 a_claim_without_ready_work_keeps_the_cursor,
                 the_oldest_steal_comes_before_the_round_and_the_rest_after,
                 the_demand_one_preference_picks_the_class,

@@ -1,12 +1,13 @@
 //! Tenant-fair claiming (`docs/claim-order.md`, “Tenant-fair claiming”): the statements of a
 //! `ClaimPolicy::TenantFair` claim and of the stored tenant shares.
 //!
-//! The fair claim is one call of `docket_claim_fair` (schema version 6, `sql/v6.sql`; versions
-//! 4 and 5 defined it before): one statement, one round trip, one transaction, sent like every
-//! other statement (prepared, or through `docket_prepare` behind a transaction pooler). It
-//! picks its runs one at a time, each with one index probe in the order of
+//! The fair claim is one call of `docket_claim_fair` (schema version 8, `sql/v8.sql`; versions
+//! 4, 5 and 6 defined it before): one statement, one round trip, one transaction, sent like
+//! every other statement (prepared, or through `docket_prepare` behind a transaction pooler).
+//! It picks its runs one at a time, each with one index probe in the order of
 //! `rules::tenant_fair` (the cursor owner's round, then the owners after the cursor's key,
-//! then those before it), moving a private copy of the cursor past each pick, then leases
+//! then those before it; an owner whose runs all wake later costs one more probe, never a read
+//! of its entries), moving a private copy of the cursor past each pick, then leases
 //! them with one `UPDATE` and locks the cursor row only to write it, without waiting for a
 //! racing claim that holds it. So fair claims run side by side; run one at a time they select
 //! exactly what the rule selects, racing each takes the next runs in line of the owners the

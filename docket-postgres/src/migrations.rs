@@ -20,7 +20,7 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 7;
+pub const LATEST_VERSION: i32 = 8;
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -57,6 +57,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 7,
         description: "the member-naming event conflict of one-statement commit batches",
         sql: include_str!("sql/v7.sql"),
+    },
+    Migration {
+        version: 8,
+        description: "tenant-fair claims that step over owners with nothing due",
+        sql: include_str!("sql/v8.sql"),
     },
 ];
 

@@ -1,7 +1,8 @@
 //! Tenant-fair claims on PostgreSQL (`docs/claim-order.md`, “Tenant-fair claiming”): caps
 //! under racing claimers on several stores (as several worker processes would hold them),
-//! and the fair claim function against the memory store over many owners, so the owner walk
-//! that stops early and wraps around the cursor is compared where it matters.
+//! the fair claim function against the memory store over many owners, so the owner walk
+//! that stops early and wraps around the cursor is compared where it matters, and what the
+//! walk reads past an owner whose runs are all due later.
 
 mod common;
 
@@ -236,9 +237,12 @@ async fn compare_over_many_owners(capped: bool, max_limit: u64) {
         memory.set_tenant_share(&id, share).await.expect("share");
     }
     for (n, name) in owners.iter().enumerate() {
+        // Every fourth owner's runs come due only after a third of the steps: until then the
+        // owner walk must step over it (its entries all wake later) without picking from it.
+        let later = if n % 4 == 3 { 400 } else { 0 };
         for k in 0..(1 + n % 5) {
             let id = format!("r{n:02}-{k}");
-            let wake = i64::try_from(1 + rng.below(40)).expect("wake");
+            let wake = i64::try_from(1 + later + rng.below(40)).expect("wake");
             start_in(&pg, &owner(name), &id, wake).await;
             start_in(&memory, &owner(name), &id, wake).await;
         }
@@ -305,5 +309,88 @@ async fn compare_over_many_owners(capped: bool, max_limit: u64) {
     assert_eq!(
         pg.tenant_shares().await.expect("shares"),
         memory.tenant_shares().await.expect("shares")
+    );
+}
+
+/// Index pages of `runs_ready_owner_index` one fair claim of `limit` at `now` reads, and the
+/// run ids it leases, measured inside a transaction that is rolled back (the server's
+/// per-transaction statistics of the calling backend; nothing is left claimed).
+async fn owner_index_pages(
+    store: &PostgresStore,
+    now: Timestamp,
+    limit: i64,
+) -> (i64, Vec<String>) {
+    let schema = store.schema();
+    let mut tx = testing::pool(store).begin().await.expect("begin");
+    let before: i64 = sqlx::query_scalar(&format!(
+        "SELECT pg_stat_get_xact_blocks_fetched('{schema}.runs_ready_owner_index'::regclass)"
+    ))
+    .fetch_one(&mut *tx)
+    .await
+    .expect("statistics before");
+    let leased: Vec<String> = sqlx::query_scalar(&format!(
+        "SELECT out_run_id FROM {schema}.docket_claim_fair($1, 0, $2, 5, NULL) ORDER BY out_ord"
+    ))
+    .bind(now.as_micros())
+    .bind(limit)
+    .fetch_all(&mut *tx)
+    .await
+    .expect("fair claim");
+    let after: i64 = sqlx::query_scalar(&format!(
+        "SELECT pg_stat_get_xact_blocks_fetched('{schema}.runs_ready_owner_index'::regclass)"
+    ))
+    .fetch_one(&mut *tx)
+    .await
+    .expect("statistics after");
+    tx.rollback().await.expect("rollback");
+    (after - before, leased)
+}
+
+/// A tenant with 20,000 runs that all wake later sits between the others in key order: a fair
+/// claim steps over it with a probe or two, instead of reading its index entries one by one
+/// (about 100 leaf pages of them) as the walk up to schema version 7 did, on every claim that
+/// passed it.
+#[tokio::test]
+async fn a_fair_claim_steps_over_an_owner_whose_runs_all_wake_later() {
+    let (store, _guard) = open().await;
+    let later = tenant("b-later");
+    let graph = save_graph(&store, &later).await;
+    // The bulk wakes spread over `at ± 20 s`: all of them after `now`.
+    let at = t(3_600_000);
+    let runs = testing::BulkRuns {
+        pending: 20_000,
+        claimed: 0,
+        finished: 0,
+    };
+    testing::bulk_insert_runs(&store, &later, &graph, runs, at)
+        .await
+        .expect("bulk runs");
+    for (name, id) in [("a", "a-1"), ("a", "a-2"), ("c", "c-1"), ("c", "c-2")] {
+        start(&store, &tenant(name), id, t(1)).await;
+    }
+    let now = t(10);
+    for limit in [1, 10] {
+        let (pages, leased) = owner_index_pages(&store, now, limit).await;
+        let expected: Vec<&str> = if limit == 1 {
+            vec!["a-1"]
+        } else {
+            vec!["a-1", "c-1", "a-2", "c-2"]
+        };
+        assert_eq!(leased, expected, "limit {limit}");
+        assert!(
+            pages < 40,
+            "limit {limit}: the claim read {pages} pages of the owner index"
+        );
+    }
+    // The same from a cursor past the backlog's owner, so the walk wraps round over it.
+    store
+        .claim_due(&fair(now, 1))
+        .await
+        .expect("a claim that moves the cursor to a");
+    let (pages, leased) = owner_index_pages(&store, now, 10).await;
+    assert_eq!(leased, vec!["c-1", "a-2", "c-2"]);
+    assert!(
+        pages < 40,
+        "wrapped: the claim read {pages} pages of the owner index"
     );
 }

@@ -69,6 +69,29 @@ pub async fn new_work_behind_the_cursor_waits_for_the_next_round(env: &Env<'_>) 
     assert_eq!(rest, ["b1", "c1", "a2"]);
 }
 
+/// An owner whose runs all wake later takes no turn: the round passes over it, after the
+/// cursor and on wrapping round past the last key alike, and serves it in its place once a
+/// run of it is due.
+pub async fn an_owner_with_nothing_due_is_passed_over_until_its_runs_are(env: &Env<'_>) {
+    backlog(
+        env,
+        &[
+            ("", "t1", 500),
+            ("a", "a1", 1),
+            ("a", "a2", 1),
+            ("b", "b1", 500),
+            ("c", "c1", 1),
+            ("c", "c2", 1),
+            ("d", "d1", 1),
+        ],
+    )
+    .await;
+    assert_eq!(leased(&env.claim_all(&fair(t(10), 2)).await), ["a1", "c1"]);
+    assert_eq!(leased(&env.claim_all(&fair(t(10), 2)).await), ["d1", "a2"]);
+    assert_eq!(leased(&env.claim_all(&fair(t(10), 5)).await), ["c2"]);
+    assert_eq!(leased(&env.claim_all(&fair(t(600), 5)).await), ["t1", "b1"]);
+}
+
 /// A fair claim that selects no ready run (only a steal) leaves the cursor where it was.
 pub async fn a_claim_without_ready_work_keeps_the_cursor(env: &Env<'_>) {
     backlog(env, &[("c", "x", 1)]).await;
