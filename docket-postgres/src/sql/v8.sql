@@ -20,6 +20,10 @@
 -- Walking on "after the key k" starts at `k || chr(1)`: identifiers never contain control
 -- characters (`check_id`), so no key lies between `k` and `k || chr(1)`, and a probe that
 -- starts there is an index seek rather than a scan of `k`'s own entries.
+--
+-- The probe's loop is written out at each of its three places (no cursor, after the cursor's
+-- key, before it) rather than called as a function: a call from PL/pgSQL is one more
+-- statement per pick, which the common case (every owner due) would pay on every probe.
 
 CREATE OR REPLACE FUNCTION {s}.docket_claim_fair(p_now bigint, p_cutoff bigint, p_limit bigint,
     p_max_attempts bigint, p_preference integer)
