@@ -21,5 +21,9 @@
 //! * `plotters` (bitmap backend, text through pure-Rust `ab_glyph`) for the bench's PNG chart;
 //!   the backend drivers (`rusqlite`, `sqlx`, `redis`) come with their backend features so the
 //!   bench can measure each store beside a raw floor on the same server.
+//! * `mimalloc` as the `docket` binary's global allocator: a worker's moments allocate many
+//!   small short-lived values, and glibc's `malloc`/`free` took a fifth of the process's CPU
+//!   where the client is the limit (Redis); see the note in `main.rs` for the figures. The
+//!   library crates set no allocator.
 
 pub mod bench;

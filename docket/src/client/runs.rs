@@ -1,5 +1,6 @@
 //! Starting, reading, signalling and awaiting runs.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -10,6 +11,7 @@ use docket_core::model::{GraphRef, Run, RunId, RunInfo, RunPage, RunQuery, RunSt
 use docket_core::runtime::{self, build_initial_run, propose_init, Initialization};
 
 use super::{Docket, StartOptions};
+use crate::engine::CacheLookup;
 use crate::error::DocketError;
 
 /// Options of [`Docket::await_run`].
@@ -61,7 +63,9 @@ impl Docket {
     }
 
     /// Starts a run of a published graph version: fetch the graph in this owner's scope →
-    /// compile the effective document → identity check → initialize → commit. In inline mode
+    /// compile the effective document → identity check → initialize → commit. A version this
+    /// process has compiled before comes from the engine's graph cache instead, with no read
+    /// (the store's `initialize` still refuses a version no longer stored). In inline mode
     /// the run is then drained and returned freshly fetched.
     ///
     /// The run is due at once: a worker of any process on the same backend picks it up.
@@ -114,7 +118,7 @@ impl Docket {
         input: ValueMap,
         options: StartOptions,
     ) -> Result<Run, DocketError> {
-        let rtg = self.runtime_graph(graph_ref).await?;
+        let rtg = self.start_graph(graph_ref).await?;
         let e = self.engine.inner();
         let run = build_initial_run(
             &rtg,
@@ -132,6 +136,30 @@ impl Docket {
             .start(e.backend.as_ref(), &self.owner, moment)
             .await?;
         self.after_signal(committed.run).await
+    }
+
+    /// The compiled graph [`Docket::start_run`] builds a run of: the engine's graph cache
+    /// when it holds `graph_ref` for this owner (the one the worker's vehicles use, unless
+    /// the engine's `graph_cache` is off), else [`Docket::runtime_graph`], whose graph is
+    /// then cached for the next start and for this process's vehicles. A cached graph needs
+    /// no read: a version is immutable and content-addressed, and the store's `initialize`
+    /// checks that it is still stored in this owner's scope, in the same atomic step as the
+    /// insert, so a version pruned since it was cached fails the start with `NotFound` just
+    /// as a fetch would have.
+    async fn start_graph(&self, graph_ref: &GraphRef) -> Result<Arc<RuntimeGraph>, DocketError> {
+        let e = self.engine.inner();
+        if !e.config.graph_cache {
+            return Ok(Arc::new(self.runtime_graph(graph_ref).await?));
+        }
+        if let CacheLookup::Compiled(rtg) =
+            e.cache.fetch(&self.owner, graph_ref, e.monotonic.now_ms())
+        {
+            return Ok(rtg);
+        }
+        let rtg = Arc::new(self.runtime_graph(graph_ref).await?);
+        e.cache
+            .put_compiled(&self.owner, graph_ref, Arc::clone(&rtg));
+        Ok(rtg)
     }
 
     /// The last committed document.
