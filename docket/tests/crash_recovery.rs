@@ -19,13 +19,14 @@ use support::{poll_until, VFx};
 async fn an_aborted_vehicle_leaves_its_claim_and_a_later_drain_recovers_the_run() {
     let fx = VFx::new(WorkerConfig::default());
     let run = fx.start(&sleepy(1_500)).await;
-    let graph_fetches = Scripted::count(&fx.store.graph_fetches);
+    let run_fetches = Scripted::count(&fx.store.fetches);
     let lease = fx.claim().await;
     let vehicle = fx.vehicle();
     let task = tokio::spawn(async move { vehicle.drain(lease).await });
-    // Once the vehicle has its graph it runs the sleeping node: kill it mid-drain.
+    // Once the vehicle has read its run (its graph comes from the cache the start filled) it
+    // runs the sleeping node: kill it mid-drain.
     poll_until(Duration::from_secs(5), || {
-        Scripted::count(&fx.store.graph_fetches) > graph_fetches
+        Scripted::count(&fx.store.fetches) > run_fetches
     })
     .await;
     task.abort();

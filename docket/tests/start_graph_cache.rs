@@ -59,6 +59,19 @@ async fn a_second_start_of_a_version_reads_no_graph() {
         assert_eq!(stored.graph_hash, graph.graph_hash);
         assert_eq!(stored.checkpoint_seq, 1);
     }
+    // The vehicles of the same engine find the version in the cache the start filled.
+    for _ in 0..3 {
+        fx.claim_and_drain().await;
+    }
+    assert_eq!(
+        graph_fetches(&fx),
+        before + 1,
+        "the drains read no graph either"
+    );
+    for run in [&first, &second, &third] {
+        let stored = fx.docket.fetch_run(&run.id).await.expect("stored");
+        assert_eq!(stored.status, docket::core::model::RunStatus::Done);
+    }
 }
 
 #[tokio::test]
