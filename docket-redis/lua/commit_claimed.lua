@@ -15,7 +15,7 @@
 --         namespace, prefix (derives the owner's ready twin and the claim counts, see the
 --         prelude), keep_admission ("1" keeps the admission marker, else it is cleared;
 --         decided in Rust by Commit::keeps_admission)
--- ARGV[2] run document (canonical JSON)
+-- ARGV[2] run document (JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} | {"invalid_transition", reason} | {"stale"} |
 --         {"event_conflict", seq19} | {"corrupt", detail}

@@ -14,7 +14,7 @@
 --         kernel —, now, terminal ("1"/"0"), notify ("1"/"0"), channel, namespace, prefix
 --         (derives the owner's ready twin and the claim counts, see the prelude; keep_admission
 --         is ignored: a signal always clears the admission marker)
--- ARGV[2] run document (canonical JSON)
+-- ARGV[2] run document (JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} | {"invalid_transition", reason} | {"stale"} |
 --         {"event_conflict", seq19} | {"corrupt", detail}

@@ -13,7 +13,7 @@
 --         (scope key), graph_id, graph_hash, status, seq, event_seq, step, started_at,
 --         updated_at, wake_at, ckpt_type, now (event inserted_at), notify ("1"/"0"), channel,
 --         namespace
--- ARGV[2] run document (canonical JSON)
+-- ARGV[2] run document (JSON)
 -- ARGV[3..] event pairs: seq19, canonical event JSON
 -- Returns {"ok"} | {"not_found"} (graph absent in the owner scope) | {"conflict"} (run id
 --         taken in any scope) | {"event_conflict", seq19}
