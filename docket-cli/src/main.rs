@@ -10,11 +10,12 @@ use clap::Parser;
 
 // The engine allocates many small, short-lived values per moment (the run document's maps,
 // event payloads, encoded arguments); with glibc's allocator, malloc and free took a fifth of
-// the process's CPU samples, a third of those outside the kernel (`perf record` of `docket
-// bench` on Redis, concurrency 10). mimalloc serves them from per-thread pages. Measured with `docket bench --seconds 2` (concurrency 10, same hour, two runs each):
-// Redis end to end 1,201 / 1,213 → 2,096 / 1,882 runs/s (3-node graph); PostgreSQL and
-// SQLite, bound by their server and their disk, were unchanged within run-to-run noise. The
-// library itself sets no allocator: an application embedding `docket` chooses its own.
+// the process's CPU samples, a third of its time outside the kernel (`perf record` of `docket
+// bench` on Redis, concurrency 10). mimalloc serves them from per-thread pages. Measured with
+// `docket bench --seconds 2` (concurrency 10, same hour, two runs each): Redis end to end
+// 1,201 / 1,213 → 2,096 / 1,882 runs/s (3-node graph); PostgreSQL and SQLite, bound by their
+// server and their disk, were unchanged within run-to-run noise. The library itself sets no
+// allocator: an application embedding `docket` chooses its own.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
