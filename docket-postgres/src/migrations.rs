@@ -20,7 +20,7 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 8;
+pub const LATEST_VERSION: i32 = 9;
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -62,6 +62,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 8,
         description: "tenant-fair claims that step over owners with nothing due",
         sql: include_str!("sql/v8.sql"),
+    },
+    Migration {
+        version: 9,
+        description: "the row invariants of runs as one constraint calling one function",
+        sql: include_str!("sql/v9.sql"),
     },
 ];
 

@@ -75,6 +75,49 @@ const VIOLATIONS: &[(&str, &str)] = &[
     ),
 ];
 
+/// `(the invariant, the rule the refusal names)` for the invariants of `runs`, which one
+/// constraint checks (`runs_row_invariants_check`): its message names the rule and the run.
+const RUN_RULES: &[(&str, &str)] = &[
+    (
+        "status is one of the five",
+        "the status is one of running, waiting, done, failed, cancelled",
+    ),
+    (
+        "a terminal run has finished_at",
+        "a run has finished_at exactly when it is terminal",
+    ),
+    (
+        "a claim token comes with its claim time",
+        "a claim token is present exactly when claimed_at is",
+    ),
+    (
+        "poison has both its time and its reason",
+        "poisoned_at and poison_reason are present together",
+    ),
+    (
+        "the poison reason is a known one",
+        "the poison reason is a known one",
+    ),
+    (
+        "a waiting run has no wake",
+        "a run that is not running has no claim, no wake and no poison",
+    ),
+    (
+        "a running, healthy run has exactly one of wake and claim",
+        "a healthy running run has exactly one of a wake and a claim",
+    ),
+    ("counters are never negative", "counters are never negative"),
+    (
+        "the checkpoint type is a known one",
+        "the latest checkpoint type is a known one",
+    ),
+    ("a tenant id is never empty", "a tenant id is never empty"),
+    (
+        "only a running, healthy run holds an admission marker",
+        "only a healthy running run holds an admission marker",
+    ),
+];
+
 #[tokio::test]
 async fn every_row_invariant_is_a_check_constraint_that_refuses_the_write() {
     let (store, guard) = open().await;
@@ -99,7 +142,23 @@ async fn every_row_invariant_is_a_check_constraint_that_refuses_the_write() {
             Some("23514"),
             "{invariant}: expected a check violation, got {error}"
         );
+        if let Some((_, rule)) = RUN_RULES.iter().find(|(name, _)| name == invariant) {
+            let message = error.as_database_error().map(|e| e.message().to_owned());
+            let message = message.unwrap_or_default();
+            assert!(
+                message.contains(rule) && message.contains("run r1 "),
+                "{invariant}: the refusal names the rule ({rule}) and the run, got {message}"
+            );
+        }
     }
+    assert_eq!(
+        VIOLATIONS
+            .iter()
+            .filter(|(name, _)| RUN_RULES.iter().any(|(rule, _)| rule == name))
+            .count(),
+        RUN_RULES.len(),
+        "every rule of runs has a violation above"
+    );
     assert_eq!(
         snapshot(&store).await,
         before,

@@ -357,10 +357,13 @@ async fn a_version_3_store_with_runs_migrates_to_tenant_fair_claiming() {
     let lease = claim_one(&store, t(1)).await;
     start(&store, &tenant("a"), "a-due", t(0)).await;
     start(&store, &tenant("b"), "b-due", t(0)).await;
-    // Back to what version 3 stored: the objects versions 4 to 7 added are gone.
+    // Back to what version 3 stored: the objects versions 4 to 9 added are gone and the
+    // constraints version 9 replaced are back.
     let mut conn = admin().await;
+    roll_back_version_9(&mut conn, &schema).await;
     sqlx::raw_sql(&format!(
-        "DROP FUNCTION {schema}.docket_claim_fair;
+        "ALTER TABLE {schema}.runs DROP CONSTRAINT runs_admitted_shape_check;
+         DROP FUNCTION {schema}.docket_claim_fair;
          DROP FUNCTION {schema}.raise_batch_event_conflict;
          DROP TABLE {schema}.claim_cursor, {schema}.tenant_shares;
          DROP INDEX {schema}.runs_ready_owner_index;
@@ -405,5 +408,146 @@ async fn a_version_3_store_with_runs_migrates_to_tenant_fair_claiming() {
         .await
         .expect("oldest claim");
     assert_eq!(lease_ids(&batch), ["b-due"]);
+    drop(guard);
+}
+
+/// The constraints schema versions 1 and 4 declared on `runs`, which version 9 replaced with
+/// one: a schema rolled back to version 8 has them again.
+const VERSION_8_RUN_CHECKS: &str = "
+    ADD CONSTRAINT runs_tenant_id_check CHECK (tenant_id IS NULL OR tenant_id <> ''),
+    ADD CONSTRAINT runs_status_check
+        CHECK (status IN ('running', 'waiting', 'done', 'failed', 'cancelled')),
+    ADD CONSTRAINT runs_finished_at_check
+        CHECK ((status IN ('done', 'failed', 'cancelled')) = (finished_at IS NOT NULL)),
+    ADD CONSTRAINT runs_claim_pair_check CHECK ((claim_token IS NULL) = (claimed_at IS NULL)),
+    ADD CONSTRAINT runs_poison_pair_check CHECK ((poisoned_at IS NULL) = (poison_reason IS NULL)),
+    ADD CONSTRAINT runs_poison_reason_check
+        CHECK (poison_reason IN ('max_claim_attempts_exceeded', 'max_claim_abandons_exceeded')),
+    ADD CONSTRAINT runs_waiting_terminal_idle_check
+        CHECK (status = 'running' OR (claim_token IS NULL AND wake_at IS NULL AND poisoned_at IS NULL)),
+    ADD CONSTRAINT runs_poisoned_shape_check
+        CHECK (poisoned_at IS NULL OR (status = 'running' AND claim_token IS NULL AND wake_at IS NULL)),
+    ADD CONSTRAINT runs_running_schedule_check
+        CHECK (status <> 'running' OR poisoned_at IS NOT NULL
+               OR ((wake_at IS NOT NULL) <> (claim_token IS NOT NULL))),
+    ADD CONSTRAINT runs_counters_check
+        CHECK (step >= 0 AND checkpoint_seq >= 0 AND event_seq >= 0
+               AND claim_attempts >= 0 AND claim_abandons >= 0),
+    ADD CONSTRAINT runs_checkpoint_type_check
+        CHECK (latest_checkpoint_type IN ('run_initialized', 'step_committed', 'retry_scheduled',
+               'interrupt_requested', 'interrupt_resolved', 'run_completed', 'run_failed',
+               'run_cancelled')),
+    ADD CONSTRAINT runs_admitted_shape_check
+        CHECK (admitted_at IS NULL OR (status = 'running' AND poisoned_at IS NULL))";
+
+/// Takes `schema` back to what version 8 stored.
+async fn roll_back_version_9(conn: &mut PgConnection, schema: &str) {
+    sqlx::raw_sql(&format!(
+        "ALTER TABLE {schema}.runs DROP CONSTRAINT runs_row_invariants_check,
+             {VERSION_8_RUN_CHECKS};
+         DROP FUNCTION {schema}.docket_check_run_row;
+         DELETE FROM {schema}.docket_schema_migrations WHERE version >= 9;"
+    ))
+    .execute(conn)
+    .await
+    .expect("back to version 8");
+}
+
+/// The names of the `CHECK` constraints on `runs`, sorted.
+async fn run_checks(conn: &mut PgConnection, schema: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT c.conname::text FROM pg_constraint AS c
+         JOIN pg_class AS t ON t.oid = c.conrelid
+         JOIN pg_namespace AS n ON n.oid = t.relnamespace
+         WHERE n.nspname = $1 AND t.relname = 'runs' AND c.contype = 'c'
+         ORDER BY 1",
+    )
+    .bind(schema)
+    .fetch_all(conn)
+    .await
+    .expect("constraints")
+}
+
+/// A store written at schema version 8, with runs due, claimed, poisoned, admitted and done,
+/// migrates to the one row-invariant constraint of version 9 in place: every stored row passes
+/// it, the twelve constraints it replaces are gone, the store works on, and a write that breaks
+/// an invariant is still refused, now naming the invariant and the run.
+#[tokio::test]
+async fn a_version_8_store_with_runs_in_every_shape_migrates_to_one_row_constraint() {
+    let (store, guard) = open().await;
+    let schema = guard.schema().to_owned();
+    start(&store, &tenant("a"), "held", t(0)).await;
+    let lease = claim_one(&store, t(1)).await;
+    start(&store, &tenant("a"), "due", t(0)).await;
+    start(&store, &tenant("a"), "finished", t(0)).await;
+    let finisher = claim_one(&store, t(2)).await;
+    assert_eq!(
+        finisher.run_id,
+        rid("due"),
+        "claims go oldest first, by run id"
+    );
+    let mut conn = admin().await;
+    // A poisoned row and a finished one, written as version 8 allowed them.
+    sqlx::raw_sql(&format!(
+        "UPDATE {schema}.runs SET wake_at = NULL, poisoned_at = 5,
+             poison_reason = 'max_claim_attempts_exceeded' WHERE run_id = 'finished';
+         UPDATE {schema}.runs SET status = 'done', claim_token = NULL, claimed_at = NULL,
+             finished_at = 6, latest_checkpoint_type = 'run_completed' WHERE run_id = 'due';"
+    ))
+    .execute(&mut conn)
+    .await
+    .expect("poison one run and finish another");
+    start(&store, &tenant("b"), "admitted", t(0)).await;
+    let fair = docket_core::store::ClaimRequest {
+        policy: docket_core::store::ClaimPolicy::TenantFair,
+        ..policy(t(3), 1)
+    };
+    let batch = store.claim_due(&fair).await.expect("fair claim");
+    assert_eq!(lease_ids(&batch), ["admitted"]);
+    roll_back_version_9(&mut conn, &schema).await;
+    assert_eq!(run_checks(&mut conn, &schema).await.len(), 12);
+    let runs = format!("{schema}.runs");
+    let events = format!("{schema}.events");
+    let before = (dump(&mut conn, &runs).await, dump(&mut conn, &events).await);
+    drop(store);
+
+    let options = PostgresOptions {
+        schema: schema.clone(),
+        ..docket_postgres::parse_url(&test_url()).expect("url")
+    };
+    let store = PostgresStore::open(options)
+        .await
+        .expect("migrate to the latest version");
+    assert_eq!(
+        run_checks(&mut conn, &schema).await,
+        ["runs_row_invariants_check"]
+    );
+    let migrated = (dump(&mut conn, &runs).await, dump(&mut conn, &events).await);
+    assert_eq!(migrated, before, "migrating changed no row");
+    let held = testing::operational_state(&store, &rid("held"))
+        .await
+        .expect("decode");
+    assert_eq!(held.claim_token.as_ref(), Some(&lease.claim_token));
+    let admitted = testing::operational_state(&store, &rid("admitted"))
+        .await
+        .expect("decode");
+    assert_eq!(admitted.admitted_at, Some(t(3)));
+
+    let refused = sqlx::query(&format!(
+        "UPDATE {schema}.runs SET claim_token = NULL WHERE run_id = 'held'"
+    ))
+    .execute(&mut conn)
+    .await
+    .expect_err("a claim time without its token");
+    let database = refused.as_database_error().expect("a database error");
+    assert_eq!(database.code().as_deref(), Some("23514"));
+    assert_eq!(database.constraint(), Some("runs_row_invariants_check"));
+    let message = database.message();
+    assert!(
+        message.contains("held") && message.contains("claimed_at"),
+        "the refusal names the run and the invariant: {message}"
+    );
+    let after = (dump(&mut conn, &runs).await, dump(&mut conn, &events).await);
+    assert_eq!(after, before, "the refused write left no trace");
     drop(guard);
 }

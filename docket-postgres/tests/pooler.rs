@@ -426,7 +426,7 @@ async fn a_kept_statement_whose_table_changed_shape_is_prepared_again() {
         .expect("the PostgreSQL test server must be reachable");
     let alter = |to: &str| {
         format!(
-            "ALTER TABLE {}.runs ALTER COLUMN step TYPE {to}",
+            "ALTER TABLE {}.runs ALTER COLUMN updated_at TYPE {to}",
             guard.schema()
         )
     };
@@ -434,7 +434,7 @@ async fn a_kept_statement_whose_table_changed_shape_is_prepared_again() {
         .execute(&mut admin)
         .await
         .expect("reshape");
-    // The kept read now returns numeric steps: prepared again, it reads them (as corrupt).
+    // The kept read now returns numeric times: prepared again, it reads them (as corrupt).
     let reshaped = store.fetch_run(&SYSTEM, &run.id).await;
     assert!(
         matches!(reshaped, Err(StoreError::Corrupt { .. })),
