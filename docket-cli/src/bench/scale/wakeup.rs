@@ -56,6 +56,13 @@ pub(crate) struct Wakeups {
 /// Stores of their own the samples without push hints are spread over (see the module docs).
 const POLL_LANES: usize = 8;
 
+/// Run histories read at once to verify a phase's samples, shared by its lanes. Each lane's
+/// store has a connection pool of its own, and the lanes finish sampling at about the same
+/// time: sixteen reads in every one of eight lanes opened about eighty PostgreSQL connections
+/// at once beside the bench's own, past the server's default limit of 100 (`too many clients
+/// already`, and the bench failed waiting for a connection).
+const VERIFY_READS: usize = 16;
+
 /// Where one sample's time went: its whole latency, then in order the `start_run` call (the
 /// run's initializing commit), the wait from its return until the claim call that leased the
 /// run began (zero when that claim began first), that claim call, and the rest, until the
@@ -113,7 +120,8 @@ pub(crate) async fn run(
     let count = lanes.len();
     let results = futures::future::join_all(lanes.iter().enumerate().map(|(k, lane)| {
         let indexes: Vec<usize> = (k..samples).step_by(count).collect();
-        sample_lane(lane, phase, hints, indexes, poll_ms)
+        let reads = (VERIFY_READS / count).max(1);
+        sample_lane(lane, phase, hints, indexes, poll_ms, reads)
     }))
     .await;
     let (mut latency, mut starts, mut slowest) = (histogram(), histogram(), Split::default());
@@ -216,13 +224,14 @@ async fn open_lanes(ctx: &Ctx, count: usize) -> Result<Vec<Lane>, BenchError> {
 }
 
 /// Samples the runs numbered `indexes` one at a time on a new idle worker over `lane`, then
-/// verifies each of them.
+/// verifies each of them, `verify_reads` at a time.
 async fn sample_lane(
     lane: &Lane,
     phase: &str,
     hints: bool,
     indexes: Vec<usize>,
     poll_ms: u64,
+    verify_reads: usize,
 ) -> Result<Sampled, BenchError> {
     let watch = Arc::new(Layered(Watch::new(
         Arc::clone(&lane.backend),
@@ -304,7 +313,7 @@ async fn sample_lane(
             let docket = &lane.docket;
             async move { verify_run(docket, &run_id(phase, i)?, SINGLE.output).await }
         })
-        .buffer_unordered(16)
+        .buffer_unordered(verify_reads)
         .try_collect()
         .await?;
     problems.extend(checks.into_iter().flat_map(|(_, p)| p));
