@@ -374,20 +374,7 @@ async fn a_version_3_store_with_runs_migrates_to_tenant_fair_claiming() {
     .await
     .expect("back to version 3");
     drop(store);
-    let options = PostgresOptions {
-        schema: schema.clone(),
-        ..docket_postgres::parse_url(&test_url()).expect("url")
-    };
-    let store = PostgresStore::open(options)
-        .await
-        .expect("migrate to the latest version");
-    let version: i32 = sqlx::query_scalar(&format!(
-        "SELECT max(version) FROM {schema}.docket_schema_migrations"
-    ))
-    .fetch_one(&mut conn)
-    .await
-    .expect("version");
-    assert_eq!(version, LATEST_VERSION);
+    let store = migrate_in_place(&mut conn, &schema).await;
     let held = testing::operational_state(&store, &rid("held"))
         .await
         .expect("decode");
@@ -439,6 +426,26 @@ const VERSION_8_RUN_CHECKS: &str = "
                'run_cancelled')),
     ADD CONSTRAINT runs_admitted_shape_check
         CHECK (admitted_at IS NULL OR (status = 'running' AND poisoned_at IS NULL))";
+
+/// Opens the store of `schema` again, which migrates it to the latest version, and checks that
+/// it recorded that version.
+async fn migrate_in_place(conn: &mut PgConnection, schema: &str) -> PostgresStore {
+    let options = PostgresOptions {
+        schema: schema.to_owned(),
+        ..docket_postgres::parse_url(&test_url()).expect("url")
+    };
+    let store = PostgresStore::open(options)
+        .await
+        .expect("migrate to the latest version");
+    let version: i32 = sqlx::query_scalar(&format!(
+        "SELECT max(version) FROM {schema}.docket_schema_migrations"
+    ))
+    .fetch_one(conn)
+    .await
+    .expect("version");
+    assert_eq!(version, LATEST_VERSION);
+    store
+}
 
 /// Takes `schema` back to what version 8 stored.
 async fn roll_back_version_9(conn: &mut PgConnection, schema: &str) {
@@ -511,13 +518,7 @@ async fn a_version_8_store_with_runs_in_every_shape_migrates_to_one_row_constrai
     let before = (dump(&mut conn, &runs).await, dump(&mut conn, &events).await);
     drop(store);
 
-    let options = PostgresOptions {
-        schema: schema.clone(),
-        ..docket_postgres::parse_url(&test_url()).expect("url")
-    };
-    let store = PostgresStore::open(options)
-        .await
-        .expect("migrate to the latest version");
+    let store = migrate_in_place(&mut conn, &schema).await;
     assert_eq!(
         run_checks(&mut conn, &schema).await,
         ["runs_row_invariants_check"]
