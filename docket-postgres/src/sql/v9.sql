@@ -6,10 +6,10 @@
 -- statement, reads that text back into a tree, plans it and compiles it before it checks the
 -- first row; nothing of that is kept from one statement to the next. Twelve constraints with
 -- their lists of status and checkpoint-type strings made that the largest fixed cost of a
--- write: `perf` of the server through a whole `docket bench` run put 11 % of its CPU under
--- the constraint check, 10 % of it in reading and preparing the expressions and 0.5 % in
--- evaluating them, and a loop of 20,000 one-row updates of a `runs` copy took about twice as
--- long with the twelve constraints as without any.
+-- write: `perf` of the server through a whole `docket bench` run found 11 % of its CPU
+-- samples in the constraint check (10 % reading and preparing the expressions, 0.5 %
+-- evaluating them), and a loop of 20,000 one-row updates of a `runs` copy took about twice
+-- as long with the twelve constraints as without any.
 --
 -- A constraint that calls a PL/pgSQL function is read back as one call: the function's body is
 -- compiled once per session and its expression planned once, so the per-statement cost is
