@@ -97,6 +97,7 @@ macro_rules! __case_table {
                 a_held_claim_is_not_claimed_again_before_its_ttl,
                 a_claim_is_not_stealable_at_exactly_its_ttl,
                 an_expired_claim_is_stolen_with_a_new_token,
+                a_commit_that_keeps_the_claim_restarts_its_ttl,
                 ttl_zero_steals_any_claim_older_than_now,
                 ttl_zero_does_not_steal_a_claim_taken_at_now,
                 waiting_runs_are_never_claimed,

@@ -116,7 +116,7 @@ fn commit_claimed() -> String {
             UPDATE {{s}}.runs SET
                 status = $9, step = $10, checkpoint_seq = $11, event_seq = $12, document = $13,
                 updated_at = $14, finished_at = $15, latest_checkpoint_type = $16,
-                claim_token = $17::uuid, claimed_at = $18, wake_at = $19,
+                claim_token = $17::uuid, claimed_at = $18, {}, wake_at = $19,
                 claim_attempts = $33, claim_abandons = $34, poisoned_at = $35,
                 poison_reason = $36,
                 admitted_at = CASE WHEN $37 THEN admitted_at END
@@ -150,8 +150,24 @@ fn commit_claimed() -> String {
                (SELECT count(*) FROM inserted) AS inserted,
                (SELECT count(*) FROM conflict) AS conflicts,
                (SELECT count(*) FROM notified) AS notified",
+        claim_start("$17::uuid", "$18"),
         unnest_events(20),
         APPEND_IDEMPOTENTLY
+    )
+}
+
+/// The `claim_started_at` assignment of an UPDATE that sets `claim_token = token` and
+/// `claimed_at = claimed_at` (SQL expressions; schema version 10, `sql/v10.sql`): NULL without
+/// a claim; with the stored token kept, the stored start, lowered to `claimed_at` only if that
+/// is earlier (a clock that went back), so a commit that keeps its claim changes no indexed
+/// column and can be a HOT update; with another token, `claimed_at`. The start stays a lower
+/// bound of `claimed_at` (`runs_claim_start_check`), which is what the expired-claim lookups
+/// bound their index range with.
+pub(crate) fn claim_start(token: &str, claimed_at: &str) -> String {
+    format!(
+        "claim_started_at = CASE WHEN {token} IS NULL THEN NULL \
+             WHEN claim_token IS NOT DISTINCT FROM {token} \
+             THEN LEAST(claim_started_at, {claimed_at}) ELSE {claimed_at} END"
     )
 }
 
@@ -190,7 +206,7 @@ const CLAIM_DUE: &str = "WITH ready AS (
         SELECT id, run_id, claimed_at AS eligible_at, 1 AS class
         FROM {s}.runs
         WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL
-          AND claimed_at < $2
+          AND claim_started_at < $2 AND claimed_at < $2
         ORDER BY claimed_at, run_id
         LIMIT $3
         FOR UPDATE SKIP LOCKED
@@ -209,6 +225,7 @@ const CLAIM_DUE: &str = "WITH ready AS (
     UPDATE {s}.runs AS r SET
         claim_token    = CASE WHEN r.claim_attempts < $4 THEN gen_random_uuid() END,
         claimed_at     = CASE WHEN r.claim_attempts < $4 THEN $1 END,
+        claim_started_at = CASE WHEN r.claim_attempts < $4 THEN $1 END,
         wake_at        = NULL,
         claim_attempts = CASE WHEN r.claim_attempts < $4 THEN r.claim_attempts + 1
                               ELSE r.claim_attempts END,
@@ -225,7 +242,8 @@ const CLAIM_DUE: &str = "WITH ready AS (
               r.poisoned_at, r.poison_reason, c.class, c.eligible_at";
 
 /// `release_claim`: `$1` run_id, `$2` token, `$3` now.
-const RELEASE: &str = "UPDATE {s}.runs SET claim_token = NULL, claimed_at = NULL, wake_at = $3
+const RELEASE: &str = "UPDATE {s}.runs SET claim_token = NULL, claimed_at = NULL,
+        claim_started_at = NULL, wake_at = $3
     WHERE run_id = $1 AND claim_token = $2::uuid";
 
 /// `abandon_claim`, `rules::effects::apply_abandon` as one conditional UPDATE (every SET
@@ -240,6 +258,7 @@ const ABANDON: &str = "UPDATE {s}.runs SET
         admitted_at = NULL,
         claim_token = NULL,
         claimed_at = NULL,
+        claim_started_at = NULL,
         claim_attempts = GREATEST(claim_attempts - 1, 0),
         claim_abandons = CASE WHEN $4 OR claim_abandons < $5 THEN claim_abandons + 1
                               ELSE claim_abandons END,
@@ -281,20 +300,30 @@ fn select_head() -> String {
 /// Writes the operational columns decided by the rules: `$1` run_id, `$2` token, `$3`
 /// claimed_at, `$4` wake_at, `$5` attempts, `$6` abandons, `$7` poisoned_at, `$8` reason,
 /// `$9` admitted_at.
-const WRITE_OPS: &str = "UPDATE {s}.runs SET claim_token = $2::uuid, claimed_at = $3,
-        wake_at = $4, claim_attempts = $5, claim_abandons = $6, poisoned_at = $7,
-        poison_reason = $8, admitted_at = $9
-    WHERE run_id = $1";
+fn write_ops() -> String {
+    format!(
+        "UPDATE {{s}}.runs SET claim_token = $2::uuid, claimed_at = $3, {},
+            wake_at = $4, claim_attempts = $5, claim_abandons = $6, poisoned_at = $7,
+            poison_reason = $8, admitted_at = $9
+        WHERE run_id = $1",
+        claim_start("$2::uuid", "$3")
+    )
+}
 
 /// Writes a committed document and the operational columns: `$1` run_id, `$2` status,
 /// `$3` step, `$4` checkpoint_seq, `$5` event_seq, `$6` document, `$7` updated_at,
-/// `$8` finished_at, `$9` latest_checkpoint_type, `$10..=$17` as `$2..=$9` of [`WRITE_OPS`].
-const WRITE_COMMIT: &str = "UPDATE {s}.runs SET status = $2, step = $3, checkpoint_seq = $4,
-        event_seq = $5, document = $6, updated_at = $7, finished_at = $8,
-        latest_checkpoint_type = $9, claim_token = $10::uuid, claimed_at = $11, wake_at = $12,
-        claim_attempts = $13, claim_abandons = $14, poisoned_at = $15, poison_reason = $16,
-        admitted_at = $17
-    WHERE run_id = $1";
+/// `$8` finished_at, `$9` latest_checkpoint_type, `$10..=$17` as `$2..=$9` of [`write_ops`].
+fn write_commit() -> String {
+    format!(
+        "UPDATE {{s}}.runs SET status = $2, step = $3, checkpoint_seq = $4,
+            event_seq = $5, document = $6, updated_at = $7, finished_at = $8,
+            latest_checkpoint_type = $9, claim_token = $10::uuid, claimed_at = $11, {},
+            wake_at = $12, claim_attempts = $13, claim_abandons = $14, poisoned_at = $15,
+            poison_reason = $16, admitted_at = $17
+        WHERE run_id = $1",
+        claim_start("$10::uuid", "$11")
+    )
+}
 
 /// Stored events of one run at the given seqs: `$1` run_id, `$2` seqs.
 fn events_at() -> String {
@@ -379,8 +408,8 @@ const PRUNE_EVENTS: &str = "DELETE FROM {s}.events AS e
 /// backend), with the count of events their deletion cascades to: `$1` cutoff, `$2` batch.
 const PRUNE_RUNS: &str = "WITH victims AS (
         SELECT id, run_id FROM {s}.runs
-        WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < $1
-        ORDER BY updated_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED
+        WHERE retained_since < $1
+        ORDER BY retained_since, run_id LIMIT $2 FOR UPDATE SKIP LOCKED
     ), deleted AS (
         DELETE FROM {s}.runs AS r USING victims AS v WHERE r.id = v.id RETURNING r.run_id
     )
@@ -466,8 +495,8 @@ impl Sql {
             select_run_for_update: r(&select_run(true)),
             select_head: r(&select_head()),
             select_head_for_update: r(&select_head_for_update()),
-            write_ops: r(WRITE_OPS),
-            write_commit: r(WRITE_COMMIT),
+            write_ops: r(&write_ops()),
+            write_commit: r(&write_commit()),
             events_at: r(&events_at()),
             fetch_event: r(&fetch_event()),
             fetch_latest_event: r(&fetch_latest_event()),

@@ -21,7 +21,22 @@ const VIOLATIONS: &[(&str, &str)] = &[
     ),
     (
         "a claim token comes with its claim time",
-        "UPDATE {s}.runs SET claim_token = gen_random_uuid(), wake_at = NULL WHERE run_id = $1",
+        "UPDATE {s}.runs SET claim_token = gen_random_uuid(), claim_started_at = 0,
+             wake_at = NULL WHERE run_id = $1",
+    ),
+    (
+        "a claim start comes with a claim token",
+        "UPDATE {s}.runs SET claim_started_at = 1 WHERE run_id = $1",
+    ),
+    (
+        "a claim token comes with its claim start",
+        "UPDATE {s}.runs SET claim_token = gen_random_uuid(), claimed_at = 1, wake_at = NULL
+         WHERE run_id = $1",
+    ),
+    (
+        "a claim start is never after its claim time",
+        "UPDATE {s}.runs SET claim_token = gen_random_uuid(), claimed_at = 1,
+             claim_started_at = 2, wake_at = NULL WHERE run_id = $1",
     ),
     (
         "poison has both its time and its reason",

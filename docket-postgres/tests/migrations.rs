@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use docket_core::store::{RunStore, StoreError};
+use docket_core::store::{ClaimedSchedule, ReleaseWake, RunStore, StoreError};
 use docket_postgres::testing::{self, test_url, PostgresHarness};
 use docket_postgres::{PostgresOptions, PostgresStore, LATEST_VERSION};
 use sqlx::{Connection, PgConnection};
@@ -22,6 +22,22 @@ async fn dump(conn: &mut PgConnection, table: &str) -> String {
     .fetch_one(conn)
     .await
     .expect("dump")
+}
+
+/// The columns schema version 10 added to `runs`.
+const VERSION_10_RUN_COLUMNS: [&str; 2] = ["claim_started_at", "retained_since"];
+
+/// `dump` of the columns of `runs` that schema version 9 knew (each row as JSON), so a store
+/// migrated past 9 compares with what it stored before.
+async fn dump_version_9_runs(conn: &mut PgConnection, schema: &str) -> String {
+    sqlx::query_scalar(&format!(
+        "SELECT COALESCE(string_agg(r, E'\\n' ORDER BY r), '')
+         FROM (SELECT (to_jsonb(t) - $1::text[])::text AS r FROM {schema}.runs AS t) AS d"
+    ))
+    .bind(VERSION_10_RUN_COLUMNS)
+    .fetch_one(conn)
+    .await
+    .expect("dump runs")
 }
 
 #[tokio::test]
@@ -357,7 +373,7 @@ async fn a_version_3_store_with_runs_migrates_to_tenant_fair_claiming() {
     let lease = claim_one(&store, t(1)).await;
     start(&store, &tenant("a"), "a-due", t(0)).await;
     start(&store, &tenant("b"), "b-due", t(0)).await;
-    // Back to what version 3 stored: the objects versions 4 to 9 added are gone and the
+    // Back to what version 3 stored: the objects versions 4 to 10 added are gone and the
     // constraints version 9 replaced are back.
     let mut conn = admin().await;
     roll_back_version_9(&mut conn, &schema).await;
@@ -447,8 +463,29 @@ async fn migrate_in_place(conn: &mut PgConnection, schema: &str) -> PostgresStor
     store
 }
 
+/// Takes `schema` back to what version 9 stored: the claim start and the generated retention
+/// column are gone (and the two indexes keyed on them with them), the version-9 indexes and
+/// the version-8 tenant-fair claim function are back.
+async fn roll_back_version_10(conn: &mut PgConnection, schema: &str) {
+    let fair_claim = include_str!("../src/sql/v8.sql").replace("{s}", schema);
+    sqlx::raw_sql(&format!(
+        "ALTER TABLE {schema}.runs DROP CONSTRAINT runs_claim_start_check,
+             DROP COLUMN retained_since, DROP COLUMN claim_started_at, RESET (fillfactor);
+         CREATE INDEX runs_expired_index ON {schema}.runs (claimed_at, run_id)
+             WHERE status = 'running' AND poisoned_at IS NULL AND claim_token IS NOT NULL;
+         CREATE INDEX runs_terminal_retention_index ON {schema}.runs (updated_at, run_id)
+             WHERE status IN ('done', 'failed', 'cancelled');
+         {fair_claim}
+         DELETE FROM {schema}.docket_schema_migrations WHERE version >= 10;"
+    ))
+    .execute(conn)
+    .await
+    .expect("back to version 9");
+}
+
 /// Takes `schema` back to what version 8 stored.
 async fn roll_back_version_9(conn: &mut PgConnection, schema: &str) {
+    roll_back_version_10(conn, schema).await;
     sqlx::raw_sql(&format!(
         "ALTER TABLE {schema}.runs DROP CONSTRAINT runs_row_invariants_check,
              {VERSION_8_RUN_CHECKS};
@@ -499,7 +536,8 @@ async fn a_version_8_store_with_runs_in_every_shape_migrates_to_one_row_constrai
         "UPDATE {schema}.runs SET wake_at = NULL, poisoned_at = 5,
              poison_reason = 'max_claim_attempts_exceeded' WHERE run_id = 'finished';
          UPDATE {schema}.runs SET status = 'done', claim_token = NULL, claimed_at = NULL,
-             finished_at = 6, latest_checkpoint_type = 'run_completed' WHERE run_id = 'due';"
+             claim_started_at = NULL, finished_at = 6, latest_checkpoint_type = 'run_completed'
+         WHERE run_id = 'due';"
     ))
     .execute(&mut conn)
     .await
@@ -513,17 +551,22 @@ async fn a_version_8_store_with_runs_in_every_shape_migrates_to_one_row_constrai
     assert_eq!(lease_ids(&batch), ["admitted"]);
     roll_back_version_9(&mut conn, &schema).await;
     assert_eq!(run_checks(&mut conn, &schema).await.len(), 12);
-    let runs = format!("{schema}.runs");
     let events = format!("{schema}.events");
-    let before = (dump(&mut conn, &runs).await, dump(&mut conn, &events).await);
+    let before = (
+        dump_version_9_runs(&mut conn, &schema).await,
+        dump(&mut conn, &events).await,
+    );
     drop(store);
 
     let store = migrate_in_place(&mut conn, &schema).await;
     assert_eq!(
         run_checks(&mut conn, &schema).await,
-        ["runs_row_invariants_check"]
+        ["runs_claim_start_check", "runs_row_invariants_check"]
     );
-    let migrated = (dump(&mut conn, &runs).await, dump(&mut conn, &events).await);
+    let migrated = (
+        dump_version_9_runs(&mut conn, &schema).await,
+        dump(&mut conn, &events).await,
+    );
     assert_eq!(migrated, before, "migrating changed no row");
     let held = testing::operational_state(&store, &rid("held"))
         .await
@@ -535,7 +578,8 @@ async fn a_version_8_store_with_runs_in_every_shape_migrates_to_one_row_constrai
     assert_eq!(admitted.admitted_at, Some(t(3)));
 
     let refused = sqlx::query(&format!(
-        "UPDATE {schema}.runs SET claim_token = NULL WHERE run_id = 'held'"
+        "UPDATE {schema}.runs SET claim_token = NULL, claim_started_at = NULL
+         WHERE run_id = 'held'"
     ))
     .execute(&mut conn)
     .await
@@ -548,7 +592,91 @@ async fn a_version_8_store_with_runs_in_every_shape_migrates_to_one_row_constrai
         message.contains("held") && message.contains("claimed_at"),
         "the refusal names the run and the invariant: {message}"
     );
-    let after = (dump(&mut conn, &runs).await, dump(&mut conn, &events).await);
+    let after = (
+        dump_version_9_runs(&mut conn, &schema).await,
+        dump(&mut conn, &events).await,
+    );
     assert_eq!(after, before, "the refused write left no trace");
+    drop(guard);
+}
+
+/// A store written at schema version 9 — a claim renewed by a commit, a finished run, a due
+/// one — migrates in place to version 10: every column version 9 stored is unchanged, the held
+/// claim's start is its claim time, the finished run's retention key is its `updated_at`, and
+/// the renewed claim still expires a TTL after its last commit.
+#[tokio::test]
+async fn a_version_9_store_migrates_to_claim_starts_and_a_generated_retention_key() {
+    let (store, guard) = open().await;
+    let schema = guard.schema().to_owned();
+    let held = start(&store, &tenant("a"), "held", t(0)).await;
+    let lease = claim_one(&store, t(1)).await;
+    let renewed = next(&held, t(5));
+    let retain = ClaimedSchedule::RetainClaim;
+    store
+        .commit_claimed(
+            &SYSTEM,
+            claimed(renewed.clone(), 1, &lease.claim_token, retain, t(5)),
+            vec![event(&renewed, renewed.event_seq, t(5), "renewed")],
+        )
+        .await
+        .expect("a commit that keeps the claim");
+    let finishing = start(&store, &tenant("b"), "finished", t(0)).await;
+    let finisher = claim_one(&store, t(2)).await;
+    let finished = done(&finishing, t(7));
+    let terminal = ClaimedSchedule::Release(ReleaseWake::Terminal);
+    store
+        .commit_claimed(
+            &SYSTEM,
+            claimed(finished.clone(), 1, &finisher.claim_token, terminal, t(7)),
+            vec![event(&finished, finished.event_seq, t(7), "done")],
+        )
+        .await
+        .expect("finish");
+    start(&store, &tenant("a"), "due", t(10)).await;
+    let mut conn = admin().await;
+    roll_back_version_10(&mut conn, &schema).await;
+    let events = format!("{schema}.events");
+    let before = (
+        dump_version_9_runs(&mut conn, &schema).await,
+        dump(&mut conn, &events).await,
+    );
+    drop(store);
+
+    let store = migrate_in_place(&mut conn, &schema).await;
+    let migrated = (
+        dump_version_9_runs(&mut conn, &schema).await,
+        dump(&mut conn, &events).await,
+    );
+    assert_eq!(
+        migrated, before,
+        "migrating changed no column version 9 stored"
+    );
+    let added: Vec<(String, Option<i64>, Option<i64>)> = sqlx::query_as(&format!(
+        "SELECT run_id::text, claim_started_at, retained_since FROM {schema}.runs
+         ORDER BY run_id"
+    ))
+    .fetch_all(&mut conn)
+    .await
+    .expect("the added columns");
+    let micros = |ms: i64| Some(t(ms).as_micros());
+    assert_eq!(
+        added,
+        [
+            ("due".to_owned(), None, None),
+            ("finished".to_owned(), None, micros(7)),
+            ("held".to_owned(), micros(5), None),
+        ]
+    );
+    let ttl = 60_000;
+    let after_claim = store
+        .claim_due(&policy(t(1 + ttl).add_micros(1), 5))
+        .await
+        .expect("claim");
+    assert_eq!(lease_ids(&after_claim), ["due"], "the renewed claim holds");
+    let after_commit = store
+        .claim_due(&policy(t(5 + ttl).add_micros(1), 5))
+        .await
+        .expect("claim");
+    assert_eq!(lease_ids(&after_commit), ["held"], "then it expires");
     drop(guard);
 }

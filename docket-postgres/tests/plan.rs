@@ -23,12 +23,13 @@ async fn with_twenty_thousand_runs_the_claim_plan_uses_the_partial_indexes() {
     // A tenth each ready, claimed and scheduled in the future, a tenth waiting, the rest done.
     let insert = format!(
         "INSERT INTO {s}.runs (run_id, graph_id, graph_hash, status, step, checkpoint_seq,
-             event_seq, document, latest_checkpoint_type, claim_token, claimed_at, wake_at,
-             started_at, updated_at, finished_at, inserted_at)
+             event_seq, document, latest_checkpoint_type, claim_token, claimed_at,
+             claim_started_at, wake_at, started_at, updated_at, finished_at, inserted_at)
          SELECT 'bulk' || i, $1, $2,
                 CASE WHEN i % 10 < 6 THEN 'done' WHEN i % 10 = 6 THEN 'waiting' ELSE 'running' END,
                 0, 1, 1, '\\x7b7d'::bytea, 'run_initialized',
                 CASE WHEN i % 10 = 9 THEN gen_random_uuid() END,
+                CASE WHEN i % 10 = 9 THEN $3 - i END,
                 CASE WHEN i % 10 = 9 THEN $3 - i END,
                 CASE WHEN i % 10 = 8 THEN $3 - i WHEN i % 10 = 7 THEN $3 + 1000000 + i END,
                 $3, $3, CASE WHEN i % 10 < 6 THEN $3 END, $3

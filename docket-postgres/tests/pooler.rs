@@ -426,7 +426,7 @@ async fn a_kept_statement_whose_table_changed_shape_is_prepared_again() {
         .expect("the PostgreSQL test server must be reachable");
     let alter = |to: &str| {
         format!(
-            "ALTER TABLE {}.runs ALTER COLUMN updated_at TYPE {to}",
+            "ALTER TABLE {}.runs ALTER COLUMN started_at TYPE {to}",
             guard.schema()
         )
     };

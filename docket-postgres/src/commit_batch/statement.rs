@@ -28,7 +28,7 @@ use sqlx::Row;
 use super::{pending, Attempt, Members};
 use crate::codec::EventArrays;
 use crate::error::{self, EVENT_CONFLICT};
-use crate::sql::APPEND_IDEMPOTENTLY;
+use crate::sql::{claim_start, APPEND_IDEMPOTENTLY};
 use crate::statement::Statement;
 use crate::store::PostgresStore;
 use crate::transitions::{claimed_binds, ClaimedBinds};
@@ -54,7 +54,8 @@ pub(crate) fn commit_claimed_batch() -> String {
             status = m.status, step = m.step, checkpoint_seq = m.checkpoint_seq,
             event_seq = m.event_seq, document = m.document, updated_at = m.updated_at,
             finished_at = m.finished_at, latest_checkpoint_type = m.latest_checkpoint_type,
-            claim_token = m.new_token::uuid, claimed_at = m.claimed_at, wake_at = m.wake_at,
+            claim_token = m.new_token::uuid, claimed_at = m.claimed_at, {start},
+            wake_at = m.wake_at,
             claim_attempts = m.claim_attempts, claim_abandons = m.claim_abandons,
             poisoned_at = m.poisoned_at, poison_reason = m.poison_reason,
             admitted_at = CASE WHEN m.keep_admission THEN r.admitted_at END
@@ -94,7 +95,8 @@ pub(crate) fn commit_claimed_batch() -> String {
     SELECT (SELECT array_agg(member) FROM updated) AS written,
            (SELECT count(*) FROM conflict) AS conflicts,
            (SELECT count(*) FROM notified) AS notified",
-        append = APPEND_IDEMPOTENTLY
+        append = APPEND_IDEMPOTENTLY,
+        start = claim_start("m.new_token::uuid", "m.claimed_at")
     )
 }
 

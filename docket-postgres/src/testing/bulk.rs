@@ -80,14 +80,15 @@ pub async fn bulk_insert_runs(
     let sql = format!(
         "INSERT INTO {s}.runs (run_id, tenant_id, graph_id, graph_hash, status, step,
              checkpoint_seq, event_seq, document, latest_checkpoint_type, claim_token,
-             claimed_at, wake_at, claim_attempts, started_at, updated_at, finished_at,
-             inserted_at)
+             claimed_at, claim_started_at, wake_at, claim_attempts, started_at, updated_at,
+             finished_at, inserted_at)
          SELECT id, $1, $2, $3, CASE WHEN finished THEN 'done' ELSE 'running' END, 0,
                 CASE WHEN finished THEN 2 ELSE 1 END, 0,
                 convert_to(replace(CASE WHEN finished THEN $4 ELSE $5 END, '{PLACEHOLDER}', id),
                            'UTF8'),
                 CASE WHEN finished THEN 'run_completed' ELSE 'run_initialized' END,
                 CASE WHEN claimed THEN gen_random_uuid() END,
+                CASE WHEN claimed THEN $6 - (i - $7) * 1000000 END,
                 CASE WHEN claimed THEN $6 - (i - $7) * 1000000 END,
                 CASE WHEN i <= $7 THEN $6 + (2 * i - $7) * 1000 END,
                 CASE WHEN claimed THEN 1 ELSE 0 END,

@@ -7,6 +7,11 @@ pub const CLAIM_INDEXES: [&str; 2] = ["runs_ready_index", "runs_expired_index"];
 /// What is wrong with a claim plan: a sequential scan of the runs table, a partial index it
 /// does not use, or an index scan that no `Limit` bounds (which would read — and lock — every
 /// due row before the update instead of at most `limit` per class).
+///
+/// The expired-claim scan may reach its `Limit` through a `Sort` (schema version 10): its
+/// index is keyed on `claim_started_at`, a lower bound of `claimed_at`, so the range it reads
+/// (claims taken more than a TTL ago) is sorted by `claimed_at` before the limit; the rows
+/// are still locked only above the sort, at most `limit` of them.
 #[must_use]
 pub fn claim_plan_problems(plan: &str) -> Vec<String> {
     let mut problems = Vec::new();
@@ -16,7 +21,7 @@ pub fn claim_plan_problems(plan: &str) -> Vec<String> {
     for index in CLAIM_INDEXES {
         if !plan.contains(index) {
             problems.push(format!("it does not use {index}"));
-        } else if !scan_is_limited(plan, index) {
+        } else if !scan_is_limited(plan, index, index == "runs_expired_index") {
             problems.push(format!("no Limit bounds its scan of {index}"));
         }
     }
@@ -24,10 +29,10 @@ pub fn claim_plan_problems(plan: &str) -> Vec<String> {
 }
 
 /// Whether the first `Index Scan using {index}` node has a `Limit` ancestor reached through
-/// `LockRows` only. In `EXPLAIN` text a node's parent is the nearest line above it that is
-/// indented less; detail lines (`Index Cond:`, `Filter:`) and siblings' subtrees are indented
-/// at least as deep, so they are passed over.
-fn scan_is_limited(plan: &str, index: &str) -> bool {
+/// `LockRows` only (and a `Sort` when `sorted` allows one). In `EXPLAIN` text a node's parent
+/// is the nearest line above it that is indented less; detail lines (`Index Cond:`,
+/// `Filter:`) and siblings' subtrees are indented at least as deep, so they are passed over.
+fn scan_is_limited(plan: &str, index: &str, sorted: bool) -> bool {
     let lines: Vec<&str> = plan.lines().collect();
     let needle = format!("Index Scan using {index}");
     let Some(at) = lines.iter().position(|line| line.contains(&needle)) else {
@@ -45,7 +50,7 @@ fn scan_is_limited(plan: &str, index: &str) -> bool {
         if node.starts_with("Limit") {
             return true;
         }
-        if !node.starts_with("LockRows") {
+        if !(node.starts_with("LockRows") || sorted && node.starts_with("Sort")) {
             return false;
         }
     }
@@ -66,11 +71,34 @@ mod tests {
     ->  Limit  (cost=0.28..18.98 rows=7 width=38)
           ->  LockRows  (cost=0.28..18.98 rows=7 width=38)
                 ->  Index Scan using runs_expired_index on runs runs_1  (cost=0.28..18.91 rows=7 width=38)
-                      Index Cond: (claimed_at < 1)";
+                      Index Cond: (claim_started_at < 1)";
 
     #[test]
     fn a_plan_with_both_scans_under_a_limit_has_no_problems() {
         assert_eq!(claim_plan_problems(LIMITED), Vec::<String>::new());
+    }
+
+    #[test]
+    fn only_the_expired_claim_scan_may_reach_its_limit_through_a_sort() {
+        let sorted = |scan: &str| {
+            let head = format!("->  Index Scan using {scan}");
+            let at = LIMITED.find(&head).expect("the scan");
+            let indent = LIMITED[..at].rsplit('\n').next().expect("a line").len();
+            let pad = " ".repeat(indent);
+            LIMITED.replacen(
+                &format!("{pad}{head}"),
+                &format!("{pad}->  Sort  (cost=1.00..1.01 rows=7 width=38)\n      {pad}{head}"),
+                1,
+            )
+        };
+        assert_eq!(
+            claim_plan_problems(&sorted("runs_expired_index")),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            claim_plan_problems(&sorted("runs_ready_index")),
+            ["no Limit bounds its scan of runs_ready_index"]
+        );
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! What a claim is and when a run can be claimed.
 
+use docket_core::store::ClaimPolicy;
+
 use crate::cases::prelude::*;
 
 /// Releases `lease` at `now`, asserting success.
@@ -91,6 +93,45 @@ pub async fn an_expired_claim_is_stolen_with_a_new_token(env: &Env<'_>) {
     assert_eq!(thief.claimed_at, steal_at);
     let info = env.inspect(&c.run.id).await;
     assert_eq!((info.claimed_at, info.claim_attempts), (Some(steal_at), 2));
+}
+
+/// A commit that keeps the claim restarts its TTL: a claim expires a TTL after its last
+/// commit, not after it was taken, and expired claims are stolen oldest last commit first —
+/// under either claim order.
+pub async fn a_commit_that_keeps_the_claim_restarts_its_ttl(env: &Env<'_>) {
+    let first = env.claimed("r1").await;
+    env.start(&first.graph, "r2", t(0)).await;
+    let second = env.claim(t(20)).await;
+    let r2 = env.fetch(&second.run_id).await;
+    // r1, taken first, commits last; r2, taken later, commits earlier.
+    env.commit_to(&first.lease, &first.run, RunStatus::Running, t(40_000))
+        .await;
+    env.commit_to(&second, &r2, RunStatus::Running, t(30_000))
+        .await;
+    let ttl_after = |at: i64| t(at + 60_000).add_micros(1);
+    for order in [ClaimPolicy::Oldest, ClaimPolicy::TenantFair] {
+        let request = ClaimRequest {
+            policy: order,
+            ..claim_policy(ttl_after(20), 5)
+        };
+        assert_nothing_due(env, &request).await;
+    }
+    let leased = |batch: &docket_core::store::ClaimBatch| -> Vec<RunId> {
+        batch.leases.iter().map(|l| l.run_id.clone()).collect()
+    };
+    let oldest = env.claim_all(&claim_policy(ttl_after(40_000), 1)).await;
+    assert_eq!(
+        leased(&oldest),
+        vec![second.run_id.clone()],
+        "the claim whose last commit is oldest goes first"
+    );
+    let fair = ClaimRequest {
+        policy: ClaimPolicy::TenantFair,
+        ..claim_policy(ttl_after(40_000), 1)
+    };
+    let next = env.claim_all(&fair).await;
+    assert_eq!(leased(&next), vec![first.run.id.clone()]);
+    assert_ne!(next.leases[0].claim_token, first.lease.claim_token);
 }
 
 /// With TTL 0, any claim older than `now` is stealable.
