@@ -185,7 +185,9 @@ fn insert_events() -> String {
 }
 
 /// `claim_due`, one statement: both candidate classes are read from their partial indexes in
-/// `(eligible_at, run_id)` order, at most `limit` each, locked with `SKIP LOCKED`; merged with
+/// `(eligible_at, run_id)` order, at most `limit` each, locked with `SKIP LOCKED` (the expired
+/// class's index range is bounded by `claim_started_at < cutoff`, implied by the expiry test
+/// `claimed_at < cutoff`, and sorted by `claimed_at`: schema version 10); merged with
 /// a per-class rank (class heads first when `limit ≥ 2`, the preferred class first when
 /// `limit = 1`, then `(eligible_at, class, run_id)` — the tie-break of
 /// `rules::claim_order`, byte order like every other backend); the chosen rows are leased
