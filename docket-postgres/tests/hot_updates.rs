@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use docket_core::model::{OwnerScope, Run};
-use docket_core::store::{ClaimLease, ClaimedSchedule, ReleaseWake, RunStore};
+use docket_core::store::{ClaimLease, ClaimedSchedule, ReleaseWake};
 use docket_postgres::testing::{self, PostgresHarness};
 use docket_postgres::PostgresStore;
 
@@ -54,22 +54,7 @@ async fn commit(
     at: i64,
 ) -> Run {
     let proposal = next(run, t(at));
-    let events = vec![event(&proposal, proposal.event_seq, t(at), "moment")];
-    store
-        .commit_claimed(
-            &SYSTEM,
-            claimed(
-                proposal.clone(),
-                run.checkpoint_seq,
-                &lease.claim_token,
-                schedule,
-                t(at),
-            ),
-            events,
-        )
-        .await
-        .expect("commit");
-    proposal
+    commit_moment(store, &lease.claim_token, run, proposal, schedule, t(at)).await
 }
 
 #[tokio::test]

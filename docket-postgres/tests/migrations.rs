@@ -610,28 +610,15 @@ async fn a_version_9_store_migrates_to_claim_starts_and_a_generated_retention_ke
     let schema = guard.schema().to_owned();
     let held = start(&store, &tenant("a"), "held", t(0)).await;
     let lease = claim_one(&store, t(1)).await;
-    let renewed = next(&held, t(5));
     let retain = ClaimedSchedule::RetainClaim;
-    store
-        .commit_claimed(
-            &SYSTEM,
-            claimed(renewed.clone(), 1, &lease.claim_token, retain, t(5)),
-            vec![event(&renewed, renewed.event_seq, t(5), "renewed")],
-        )
-        .await
-        .expect("a commit that keeps the claim");
+    let renewed = next(&held, t(5));
+    commit_moment(&store, &lease.claim_token, &held, renewed, retain, t(5)).await;
     let finishing = start(&store, &tenant("b"), "finished", t(0)).await;
     let finisher = claim_one(&store, t(2)).await;
-    let finished = done(&finishing, t(7));
     let terminal = ClaimedSchedule::Release(ReleaseWake::Terminal);
-    store
-        .commit_claimed(
-            &SYSTEM,
-            claimed(finished.clone(), 1, &finisher.claim_token, terminal, t(7)),
-            vec![event(&finished, finished.event_seq, t(7), "done")],
-        )
-        .await
-        .expect("finish");
+    let finished = done(&finishing, t(7));
+    let token = &finisher.claim_token;
+    commit_moment(&store, token, &finishing, finished, terminal, t(7)).await;
     start(&store, &tenant("a"), "due", t(10)).await;
     let mut conn = admin().await;
     roll_back_version_10(&mut conn, &schema).await;

@@ -214,3 +214,25 @@ pub fn unclaimed(run: Run, wake: ReleaseWake, now: Timestamp) -> UnclaimedCommit
 }
 
 pub const SYSTEM: Scope = Scope::System;
+
+/// Commits `proposal` (the moment after `prev`, with one event) under `token` at `at` with
+/// `schedule`, asserting success; returns `proposal`.
+pub async fn commit_moment(
+    store: &PostgresStore,
+    token: &ClaimToken,
+    prev: &Run,
+    proposal: Run,
+    schedule: ClaimedSchedule,
+    at: Timestamp,
+) -> Run {
+    let events = vec![event(&proposal, proposal.event_seq, at, "moment")];
+    store
+        .commit_claimed(
+            &SYSTEM,
+            claimed(proposal.clone(), prev.checkpoint_seq, token, schedule, at),
+            events,
+        )
+        .await
+        .expect("commit");
+    proposal
+}
