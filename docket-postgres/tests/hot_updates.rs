@@ -15,8 +15,9 @@ use docket_postgres::PostgresStore;
 
 /// `(updates, HOT updates)` of the schema's `runs` once the server's counters show at least
 /// `updates` updates. The store's one connection is asked to publish its counters at the end
-/// of its next transaction (a backend publishes them at most once a second otherwise), then
-/// the counters are read until they arrive.
+/// of its next transaction (`pg_stat_force_next_flush`, PostgreSQL 15 and later; a backend
+/// publishes them at most once a second otherwise), then the counters are read until they
+/// arrive.
 async fn updates_of_runs(store: &PostgresStore, schema: &str, updates: i64) -> (i64, i64) {
     let pool = testing::pool(store);
     sqlx::query("SELECT pg_stat_force_next_flush()")
