@@ -24,6 +24,13 @@ async fn dump(conn: &mut PgConnection, table: &str) -> String {
     .expect("dump")
 }
 
+/// `dump_version_9_runs` and the events, the rows a migration past version 9 must leave as
+/// they were.
+async fn dump_version_9_store(conn: &mut PgConnection, schema: &str) -> (String, String) {
+    let runs = dump_version_9_runs(conn, schema).await;
+    (runs, dump(conn, &format!("{schema}.events")).await)
+}
+
 /// The columns schema version 10 added to `runs`.
 const VERSION_10_RUN_COLUMNS: [&str; 2] = ["claim_started_at", "retained_since"];
 
@@ -551,11 +558,7 @@ async fn a_version_8_store_with_runs_in_every_shape_migrates_to_one_row_constrai
     assert_eq!(lease_ids(&batch), ["admitted"]);
     roll_back_version_9(&mut conn, &schema).await;
     assert_eq!(run_checks(&mut conn, &schema).await.len(), 12);
-    let events = format!("{schema}.events");
-    let before = (
-        dump_version_9_runs(&mut conn, &schema).await,
-        dump(&mut conn, &events).await,
-    );
+    let before = dump_version_9_store(&mut conn, &schema).await;
     drop(store);
 
     let store = migrate_in_place(&mut conn, &schema).await;
@@ -563,10 +566,7 @@ async fn a_version_8_store_with_runs_in_every_shape_migrates_to_one_row_constrai
         run_checks(&mut conn, &schema).await,
         ["runs_claim_start_check", "runs_row_invariants_check"]
     );
-    let migrated = (
-        dump_version_9_runs(&mut conn, &schema).await,
-        dump(&mut conn, &events).await,
-    );
+    let migrated = dump_version_9_store(&mut conn, &schema).await;
     assert_eq!(migrated, before, "migrating changed no row");
     let held = testing::operational_state(&store, &rid("held"))
         .await
@@ -592,10 +592,7 @@ async fn a_version_8_store_with_runs_in_every_shape_migrates_to_one_row_constrai
         message.contains("held") && message.contains("claimed_at"),
         "the refusal names the run and the invariant: {message}"
     );
-    let after = (
-        dump_version_9_runs(&mut conn, &schema).await,
-        dump(&mut conn, &events).await,
-    );
+    let after = dump_version_9_store(&mut conn, &schema).await;
     assert_eq!(after, before, "the refused write left no trace");
     drop(guard);
 }
@@ -622,18 +619,11 @@ async fn a_version_9_store_migrates_to_claim_starts_and_a_generated_retention_ke
     start(&store, &tenant("a"), "due", t(10)).await;
     let mut conn = admin().await;
     roll_back_version_10(&mut conn, &schema).await;
-    let events = format!("{schema}.events");
-    let before = (
-        dump_version_9_runs(&mut conn, &schema).await,
-        dump(&mut conn, &events).await,
-    );
+    let before = dump_version_9_store(&mut conn, &schema).await;
     drop(store);
 
     let store = migrate_in_place(&mut conn, &schema).await;
-    let migrated = (
-        dump_version_9_runs(&mut conn, &schema).await,
-        dump(&mut conn, &events).await,
-    );
+    let migrated = dump_version_9_store(&mut conn, &schema).await;
     assert_eq!(
         migrated, before,
         "migrating changed no column version 9 stored"
