@@ -5,45 +5,16 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::*;
 use docket_core::model::{OwnerScope, Run};
 use docket_core::store::{ClaimLease, ClaimedSchedule, ReleaseWake};
 use docket_postgres::testing::{self, PostgresHarness};
 use docket_postgres::PostgresStore;
 
-/// `(updates, HOT updates)` of the schema's `runs` once the server's counters show at least
-/// `updates` updates. The store's one connection is asked to publish its counters at the end
-/// of its next transaction (`pg_stat_force_next_flush`, PostgreSQL 15 and later; a backend
-/// publishes them at most once a second otherwise), then the counters are read until they
-/// arrive.
+/// `(updates, HOT updates)` of the schema's `runs` once the server shows at least `updates`.
 async fn updates_of_runs(store: &PostgresStore, schema: &str, updates: i64) -> (i64, i64) {
-    let pool = testing::pool(store);
-    sqlx::query("SELECT pg_stat_force_next_flush()")
-        .execute(pool)
-        .await
-        .expect("flush the connection's counters");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let counted: (i64, i64) = sqlx::query_as(
-            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
-             WHERE schemaname = $1 AND relname = 'runs'",
-        )
-        .bind(schema)
-        .fetch_one(pool)
-        .await
-        .expect("the table's counters");
-        if counted.0 >= updates {
-            return counted;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server counted {} updates of runs, expected {updates}",
-            counted.0
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let counted = runs_counters(store, schema, updates).await;
+    (counted.updates, counted.hot_updates)
 }
 
 /// Commits `run`'s next moment under `lease` at `at` with `schedule`; returns the new run.

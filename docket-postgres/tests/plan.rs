@@ -1,13 +1,16 @@
-//! The claim statement reads the partial indexes, not the table, at realistic sizes.
+//! The claim statement reads the partial indexes, not the table, at realistic sizes; a
+//! batch of claimed commits finds its runs through the run-id index however small the table
+//! was when its plan was made.
 
 mod common;
 
 use std::time::Instant;
 
 use common::*;
-use docket_core::model::{OwnerScope, RunStatus, Scope};
-use docket_core::store::RunStore;
+use docket_core::model::{GraphRef, OwnerScope, Run, RunStatus, Scope};
+use docket_core::store::{BatchedCommit, ClaimLease, ClaimedSchedule, RunStore};
 use docket_postgres::testing;
+use docket_postgres::PostgresStore;
 
 #[tokio::test]
 async fn with_twenty_thousand_runs_the_claim_plan_uses_the_partial_indexes() {
@@ -20,30 +23,8 @@ async fn with_twenty_thousand_runs_the_claim_plan_uses_the_partial_indexes() {
         .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
     let graph = save_graph(&store, &OwnerScope::Tenantless).await;
     let now = t(1_000_000).as_micros();
-    // A tenth each ready, claimed and scheduled in the future, a tenth waiting, the rest done.
-    let insert = format!(
-        "INSERT INTO {s}.runs (run_id, graph_id, graph_hash, status, step, checkpoint_seq,
-             event_seq, document, latest_checkpoint_type, claim_token, claimed_at,
-             claim_started_at, wake_at, started_at, updated_at, finished_at, inserted_at)
-         SELECT 'bulk' || i, $1, $2,
-                CASE WHEN i % 10 < 6 THEN 'done' WHEN i % 10 = 6 THEN 'waiting' ELSE 'running' END,
-                0, 1, 1, '\\x7b7d'::bytea, 'run_initialized',
-                CASE WHEN i % 10 = 9 THEN gen_random_uuid() END,
-                CASE WHEN i % 10 = 9 THEN $3 - i END,
-                CASE WHEN i % 10 = 9 THEN $3 - i END,
-                CASE WHEN i % 10 = 8 THEN $3 - i WHEN i % 10 = 7 THEN $3 + 1000000 + i END,
-                $3, $3, CASE WHEN i % 10 < 6 THEN $3 END, $3
-         FROM generate_series(1, 20000) AS i",
-        s = guard.schema()
-    );
     let pool = testing::pool(&store);
-    sqlx::query(&insert)
-        .bind(graph.graph_id.as_str())
-        .bind(graph.graph_hash.as_str())
-        .bind(now)
-        .execute(pool)
-        .await
-        .expect("bulk insert");
+    insert_runs(&store, guard.schema(), &graph, now).await;
     sqlx::raw_sql(&format!("ANALYZE {}.runs", guard.schema()))
         .execute(pool)
         .await
@@ -146,4 +127,109 @@ async fn bulk_runs_decode_agree_with_their_columns_and_are_claimable() {
         .collect();
     want.sort();
     assert_eq!(claimed_ids, want);
+}
+
+/// Writes 20,000 runs straight into the table, without analyzing it: a tenth each ready,
+/// claimed and scheduled in the future, a tenth waiting, the rest done.
+async fn insert_runs(store: &PostgresStore, schema: &str, graph: &GraphRef, now: i64) {
+    let insert = format!(
+        "INSERT INTO {s}.runs (run_id, graph_id, graph_hash, status, step, checkpoint_seq,
+             event_seq, document, latest_checkpoint_type, claim_token, claimed_at,
+             claim_started_at, wake_at, started_at, updated_at, finished_at, inserted_at)
+         SELECT 'bulk' || i, $1, $2,
+                CASE WHEN i % 10 < 6 THEN 'done' WHEN i % 10 = 6 THEN 'waiting' ELSE 'running' END,
+                0, 1, 1, '\\x7b7d'::bytea, 'run_initialized',
+                CASE WHEN i % 10 = 9 THEN gen_random_uuid() END,
+                CASE WHEN i % 10 = 9 THEN $3 - i END,
+                CASE WHEN i % 10 = 9 THEN $3 - i END,
+                CASE WHEN i % 10 = 8 THEN $3 - i WHEN i % 10 = 7 THEN $3 + 1000000 + i END,
+                $3, $3, CASE WHEN i % 10 < 6 THEN $3 END, $3
+         FROM generate_series(1, 20000) AS i",
+        s = schema
+    );
+    sqlx::query(&insert)
+        .bind(graph.graph_id.as_str())
+        .bind(graph.graph_hash.as_str())
+        .bind(now)
+        .execute(testing::pool(store))
+        .await
+        .expect("bulk insert");
+}
+
+/// One batch of claimed commits, each run's next moment under its lease, all landing.
+async fn commit_batch(store: &PostgresStore, runs: &mut [Run], leases: &[ClaimLease], at: i64) {
+    let mut members = Vec::new();
+    let mut proposals = Vec::new();
+    for run in runs.iter() {
+        let lease = leases.iter().find(|l| l.run_id == run.id).expect("leased");
+        let proposal = next(run, t(at));
+        members.push(BatchedCommit {
+            scope: SYSTEM,
+            proposal: claimed(
+                proposal.clone(),
+                run.checkpoint_seq,
+                &lease.claim_token,
+                ClaimedSchedule::RetainClaim,
+                t(at),
+            ),
+            events: vec![event(&proposal, proposal.event_seq, t(at), "batch")],
+        });
+        proposals.push(proposal);
+    }
+    for (outcome, proposal) in store
+        .commit_claimed_batch(members)
+        .await
+        .into_iter()
+        .zip(&proposals)
+    {
+        assert_eq!(&outcome.expect("landed"), proposal);
+    }
+    runs.clone_from_slice(&proposals);
+}
+
+/// PostgreSQL settles a prepared statement on a generic plan after a few executions and
+/// keeps it until the table's statistics change — never, on a server without autovacuum. A
+/// batch's plan made while `runs` held four rows must still reach each member's row through
+/// the run-id index once the table holds thousands: the server counts no sequential scan of
+/// `runs` for a batch sent then.
+#[tokio::test]
+async fn a_commit_batch_planned_on_a_small_table_still_uses_the_index_once_it_has_grown() {
+    // One connection: the batches share one cached plan, and the counters flush from it.
+    let (store, guard) = testing::PostgresHarness::new()
+        .pool_size(1)
+        .open_store()
+        .await
+        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
+    let owner = OwnerScope::Tenantless;
+    // Batches of four: while the table is small, a plan for four members scans it.
+    const MEMBERS: i64 = 4;
+    let mut runs = Vec::new();
+    for i in 0..MEMBERS {
+        runs.push(start(&store, &owner, &format!("small-{i}"), t(0)).await);
+    }
+    let leases = store
+        .claim_due(&policy(t(1), MEMBERS as u32))
+        .await
+        .expect("claim")
+        .leases;
+    assert_eq!(leases.len(), runs.len());
+    // More executions than PostgreSQL plans custom before it weighs the generic plan.
+    const SMALL_BATCHES: i64 = 8;
+    for i in 0..SMALL_BATCHES {
+        commit_batch(&store, &mut runs, &leases, 10 + i).await;
+    }
+    // Grown without an `ANALYZE`, as on a server without autovacuum: nothing re-plans.
+    let graph = save_graph(&store, &owner).await;
+    insert_runs(&store, guard.schema(), &graph, t(5).as_micros()).await;
+    // The claims and the small batches' updates.
+    let updates = MEMBERS + MEMBERS * SMALL_BATCHES;
+    let before = runs_counters(&store, guard.schema(), updates).await;
+
+    commit_batch(&store, &mut runs, &leases, 100).await;
+    let after = runs_counters(&store, guard.schema(), updates + MEMBERS).await;
+    assert_eq!(after.updates, updates + MEMBERS, "{after:?}");
+    assert_eq!(
+        after.seq_scans, before.seq_scans,
+        "the batch sent after the table grew scanned it: {before:?} → {after:?}"
+    );
 }

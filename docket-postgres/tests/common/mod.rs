@@ -4,6 +4,7 @@
 pub mod proxy;
 
 use std::num::NonZeroU32;
+use std::time::{Duration, Instant};
 
 use docket_core::graph::{graph_hash, GraphDocument};
 use docket_core::model::{
@@ -235,4 +236,51 @@ pub async fn commit_moment(
         .await
         .expect("commit");
     proposal
+}
+
+/// What the server counted for the schema's `runs` table (`pg_stat_user_tables`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunsCounters {
+    /// Rows updated.
+    pub updates: i64,
+    /// Of which heap-only (HOT) updates.
+    pub hot_updates: i64,
+    /// Sequential scans of the table started.
+    pub seq_scans: i64,
+}
+
+/// The server's counters for the schema's `runs` once they show at least `updates`
+/// updates. The store's connection is asked to publish its counters at the end of its next
+/// transaction (`pg_stat_force_next_flush`, PostgreSQL 15 and later; a backend publishes them
+/// at most once a second otherwise), then the counters are read until they arrive — so give
+/// the store one connection (`pool_size(1)`) for the flush to reach the backend that wrote.
+pub async fn runs_counters(store: &PostgresStore, schema: &str, updates: i64) -> RunsCounters {
+    let pool = testing::pool(store);
+    sqlx::query("SELECT pg_stat_force_next_flush()")
+        .execute(pool)
+        .await
+        .expect("flush the connection's counters");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (updates_seen, hot_updates, seq_scans): (i64, i64, i64) = sqlx::query_as(
+            "SELECT n_tup_upd, n_tup_hot_upd, seq_scan FROM pg_stat_user_tables
+             WHERE schemaname = $1 AND relname = 'runs'",
+        )
+        .bind(schema)
+        .fetch_one(pool)
+        .await
+        .expect("the table's counters");
+        if updates_seen >= updates {
+            return RunsCounters {
+                updates: updates_seen,
+                hot_updates,
+                seq_scans,
+            };
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server counted {updates_seen} updates of runs, expected {updates}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
