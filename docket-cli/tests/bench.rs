@@ -21,7 +21,7 @@ use docket::core::store::{
 use docket_cli::bench::{self, BenchError, BenchOptions, BenchReport, ScaleFigure, ScaleOptions};
 
 /// Every figure `BENCHMARKS.md` lists (“The figures”; (e) needs `/proc`).
-const FIGURES: [&str; 15] = [
+const FIGURES: [&str; 16] = [
     "commit_throughput",
     "claim_throughput",
     "claim_throughput_batch",
@@ -29,6 +29,7 @@ const FIGURES: [&str; 15] = [
     "claim_throughput_fair_batch",
     "e2e_throughput",
     "e2e_throughput_1node",
+    "e2e_drain_1node",
     "commit_latency_p50",
     "commit_latency_p99",
     "claim_to_start_p50",
@@ -82,6 +83,7 @@ fn tiny() -> BenchOptions {
         claim_pool: 40,
         claim_batch: 4,
         max_commit_batch: Some(8),
+        drain_runs: 30,
         fairness_backlog: 40,
         fairness_runs: 5,
         scale: Some(tiny_scale()),
@@ -139,6 +141,12 @@ fn server_line<'a>(report: &'a BenchReport, name: &str) -> &'a str {
 }
 
 fn assert_complete(report: &BenchReport) {
+    let drained = format!("(c) drain: {} runs of the 1-node graph", tiny().drain_runs);
+    assert!(
+        report.verified.iter().any(|l| l.starts_with(&drained)),
+        "no verification of the drain: {:?}",
+        report.verified
+    );
     for key in FIGURES {
         let figure = report
             .figure(key)
@@ -246,6 +254,8 @@ async fn a_chosen_scale_figure_is_measured_without_the_others() {
             figures: vec![ScaleFigure::ClaimLatency, ScaleFigure::Wakeup],
             ..tiny_scale()
         }),
+        // And no drain: its figure is left out too.
+        drain_runs: 0,
         ..tiny()
     };
     let report = bench::run("memory://", &options).await.expect("bench runs");
@@ -257,6 +267,7 @@ async fn a_chosen_scale_figure_is_measured_without_the_others() {
         "scale_peak_rss",
         "e2e_throughput_backlog",
         "commit_throughput_c1",
+        "e2e_drain_1node",
     ] {
         assert!(!keys.contains(&left_out), "{left_out} measured: {keys:?}");
     }
@@ -456,6 +467,10 @@ async fn out_of_range_options_are_refused_before_anything_runs() {
             claim_pool: 0,
             ..tiny()
         },
+        BenchOptions {
+            drain_runs: 1_000_001,
+            ..tiny()
+        },
     ] {
         let err = bench::run("memory://", &options)
             .await
@@ -610,6 +625,8 @@ fn the_cli_prints_the_table_and_writes_json_lines_and_a_png() {
             "30",
             "--claim-batch",
             "3",
+            "--drain-runs",
+            "20",
             "--fairness-backlog",
             "30",
             "--fairness-runs",

@@ -10,7 +10,7 @@
 //! go to stdout; JSON lines and PNG charts to `target/bench/<backend>.jsonl` / `.png`, all
 //! JSON lines also to `target/bench/all.jsonl`.
 //!
-//! `--smoke` runs ≈2.5 s per backend (0.5 s windows, 200-run claim pools, a 200-run backlog
+//! `--smoke` runs ≈2.5 s per backend (0.5 s windows, 200-run claim pools, a 200-run drain, a 200-run backlog
 //! beside four 10-run tenants in the fairness figure, the scale figures at tiny sizes): enough
 //! to prove the machinery and its verification work, not to quote. `--scale quick` adds the
 //! scale figures at sizes that keep a backend within minutes, `--scale full` at the sizes they
@@ -34,6 +34,7 @@ struct Args {
     seconds: String,
     concurrency: String,
     claim_pool: String,
+    drain_runs: String,
     fairness_backlog: String,
     fairness_runs: String,
     scale: String,
@@ -45,6 +46,7 @@ fn parse(args: &[String]) -> Result<Args> {
         seconds: "10".into(),
         concurrency: "10".into(),
         claim_pool: "2000".into(),
+        drain_runs: "20000".into(),
         fairness_backlog: "10000".into(),
         fairness_runs: "100".into(),
         scale: "off".into(),
@@ -80,6 +82,7 @@ fn parse(args: &[String]) -> Result<Args> {
             "--smoke" => {
                 parsed.seconds = "0.5".into();
                 parsed.claim_pool = "200".into();
+                parsed.drain_runs = "200".into();
                 parsed.fairness_backlog = "200".into();
                 parsed.fairness_runs = "10".into();
                 parsed.scale = "smoke".into();
@@ -136,6 +139,7 @@ pub fn run(args: &[String]) -> Result {
             .args(["--seconds", &args.seconds])
             .args(["--concurrency", &args.concurrency])
             .args(["--claim-pool", &args.claim_pool])
+            .args(["--drain-runs", &args.drain_runs])
             .args(["--fairness-backlog", &args.fairness_backlog])
             .args(["--fairness-runs", &args.fairness_runs])
             .args(["--scale", &args.scale])

@@ -6,6 +6,7 @@
 //! | (a) commits/s | `N` tasks, each holding its own claimed run, commit moments back to back through [`RunStore::commit_claimed`](docket_core::store::RunStore::commit_claimed) (claim retained) | a single-row conditional update `… WHERE id AND seq AND token` on a bare table (a compare-and-set script on Redis) |
 //! | (b) claims/s | `N` claimers drain a pool of due runs with [`RunStore::claim_due`](docket_core::store::RunStore::claim_due), limit 1 and limit `K` | a single-statement claim on a bare table (`FOR UPDATE SKIP LOCKED` on PostgreSQL, `UPDATE … RETURNING` on SQLite, a `ZPOPMIN` script on Redis) |
 //! | (c) runs/s | a 3-node graph (`std.increment` × 3), and a 1-node graph beside it, end to end through a real [`docket::Worker`] with `N` vehicles while producers keep `2N` runs in flight | the commit floor divided by the checkpoints one run commits |
+//! | (c) drain runs/s | [`BenchOptions::drain_runs`] 1-node runs written due before the clock starts, drained by a fresh worker of `N` vehicles: the way a job queue's harness measures (see `drain`) | the commit floor divided by the checkpoints one run commits on the clock |
 //! | (d) latency p50/p99 | commit latency of (a); claim-to-start of (c): from the `claim_due` call that leased a run to the vehicle's first read of it | the floor update's latency; the floor claim's latency (limit 1) |
 //! | (f) registry transitions/s | `N` tasks, each its own session, cycle fresh operations through register → start → complete on the store's [`OpsLifecycleRegistry`](docket_core::ops::OpsLifecycleRegistry) (only on stores that offer one) | the raw conditional update of (a): one registry transition is one conditional write of one row |
 //! | (e) peak RSS | `VmHWM` of the process after the measured phases (before the long commit histories are read back) | `VmRSS` right after connecting |
@@ -27,6 +28,7 @@ mod chart;
 mod claims;
 mod commits;
 mod curve;
+mod drain;
 mod driver;
 mod e2e;
 mod fair_claims;
@@ -75,6 +77,10 @@ pub struct BenchOptions {
     /// through: how many claimed commits group commit sends as one store call (`Some(1)`
     /// commits each moment alone). Default `None`: the store's preference, as a worker's.
     pub max_commit_batch: Option<usize>,
+    /// Runs of the 1-node graph the drain figure writes before its clock starts and then
+    /// times a worker through (0: not measured). Default 20,000, the size a job queue's
+    /// harness drains.
+    pub drain_runs: usize,
     /// Runs of the large tenant in the fairness figure (t). Default 10,000.
     pub fairness_backlog: usize,
     /// Runs of each of the four small tenants in (t). Default 100.
@@ -94,6 +100,7 @@ impl Default for BenchOptions {
             claim_pool: 2_000,
             claim_batch: 10,
             max_commit_batch: docket::engine::WorkerConfig::default().max_commit_batch,
+            drain_runs: 20_000,
             fairness_backlog: 10_000,
             fairness_runs: 100,
             scale: None,
@@ -123,6 +130,9 @@ impl BenchOptions {
         }
         if self.claim_batch < 2 || self.claim_batch > docket_core::model::MAX_PAGE_LIMIT {
             return bad("the claim batch must be 2..=1000");
+        }
+        if self.drain_runs > 1_000_000 {
+            return bad("the drain figure takes at most 1,000,000 runs");
         }
         if self.fairness_runs == 0 || self.fairness_backlog < self.fairness_runs {
             return bad(
@@ -211,7 +221,7 @@ pub(crate) struct Ctx {
 /// Runs every phase against the fresh store named by `url` and returns the verified figures.
 ///
 /// Order: end to end (c) first, while the store holds nothing else (the 3-node graph, then
-/// the 1-node graph); then commits (a); then claims (b); then the registry (f) where the store
+/// the 1-node graph, then the 1-node drain); then commits (a); then claims (b); then the registry (f) where the store
 /// has one; then (e); then the verification of (a)'s long histories (every other phase
 /// verifies as it ends); then the scale figures when asked for (see [`ScaleOptions`]); the
 /// fairness figure (t) last. The floor tables (or keys) are removed at the end; the store
@@ -266,6 +276,10 @@ async fn measure(
     let measured = async {
         let e2e = e2e::run(&ctx, "e2e", moments::CHAIN).await?;
         let e2e_single = e2e::run(&ctx, "e2e1", moments::SINGLE).await?;
+        let drained = match options.drain_runs {
+            0 => None,
+            runs => Some(drain::run(&ctx, moments::SINGLE, runs).await?),
+        };
         let commits = commits::run(&ctx, "commit").await?;
         let claims = claims::run(&ctx).await?;
         let fair_claims = fair_claims::run(&ctx).await?;
@@ -282,6 +296,7 @@ async fn measure(
         Ok::<_, BenchError>((
             e2e,
             e2e_single,
+            drained,
             scale,
             commits,
             claims,
@@ -297,6 +312,7 @@ async fn measure(
     let (
         e2e,
         e2e_single,
+        drained,
         scale,
         commits,
         claims,
@@ -391,6 +407,24 @@ async fn measure(
             meaning: "share of the run rate the bare updates alone would allow",
         },
     ];
+    if let Some(drained) = &drained {
+        figures.push(Figure {
+            key: "e2e_drain_1node".into(),
+            label: format!(
+                "(c) 1-node runs/s draining {} runs written before the clock",
+                drained.runs
+            ),
+            unit: "runs/s",
+            value: drained.rate,
+            floor: commits.floor.rate() / drained.commits_per_run.max(1) as f64,
+            floor_label: format!(
+                "raw updates/s ÷ {} commits per run",
+                drained.commits_per_run
+            ),
+            better: Better::Higher,
+            meaning: "share of the run rate the bare updates alone would allow",
+        });
+    }
     for (q, name) in [(0.5, "p50"), (0.99, "p99")] {
         figures.push(Figure {
             key: format!("commit_latency_{name}"),
@@ -480,6 +514,7 @@ async fn measure(
     }
     let mut verified = e2e.verified;
     verified.extend(e2e_single.verified);
+    verified.extend(drained.into_iter().flat_map(|d| d.verified));
     let mut curve = Vec::new();
     if let Some(scale) = scale {
         figures.extend(scale.figures);

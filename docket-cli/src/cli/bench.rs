@@ -37,6 +37,10 @@ pub struct BenchArgs {
     /// SQLite, 1 on PostgreSQL and Redis].
     #[arg(long)]
     max_commit_batch: Option<usize>,
+    /// Runs of the 1-node graph written due before the drain figure's clock starts, then
+    /// drained by a fresh worker (0 skips the figure).
+    #[arg(long, default_value_t = 20_000)]
+    drain_runs: usize,
     /// Runs of the large tenant in the fairness figure (t).
     #[arg(long, default_value_t = 10_000)]
     fairness_backlog: usize,
@@ -102,6 +106,7 @@ impl BenchArgs {
             claim_pool: self.claim_pool,
             claim_batch: self.claim_batch,
             max_commit_batch: self.max_commit_batch,
+            drain_runs: self.drain_runs,
             fairness_backlog: self.fairness_backlog,
             fairness_runs: self.fairness_runs,
             scale: self.scale()?,

@@ -19,10 +19,10 @@ mod backlog;
 mod claim_latency;
 mod flow;
 mod memory;
-mod seed;
+pub(super) mod seed;
 mod sweep;
 mod wakeup;
-mod watch;
+pub(super) mod watch;
 
 use std::time::Duration;
 
