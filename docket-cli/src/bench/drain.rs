@@ -17,18 +17,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
 use tokio::sync::Semaphore;
 
 use docket_core::store::Layered;
 
-use super::claims::ORPHAN_TTL_MS;
-use super::e2e::{verify_run, worker_problems};
+use super::e2e::{verify_runs, worker_problems};
 use super::moments::{run_id, Shape};
-use super::scale::{seed, watch::Watch};
+use super::scale::{flow, watch::Watch};
 use super::{BenchError, Ctx};
-use docket::engine::WorkerConfig;
-use docket::Docket;
 
 /// How long the drain may take beyond a floor of 2 ms per run before it counts as stuck.
 const DRAIN_GRACE: Duration = Duration::from_secs(120);
@@ -60,18 +56,7 @@ pub(crate) async fn run(ctx: &Ctx, shape: Shape, runs: usize) -> Result<DrainRes
         true,
         Arc::new(Semaphore::new(0)),
     )));
-    let docket = Docket::builder(watch.clone(), docket::nodes::registry())
-        .config(WorkerConfig {
-            concurrency: n,
-            max_commit_batch: ctx.options.max_commit_batch,
-            // The runs other phases hold claimed stay theirs, however long this one takes.
-            orphan_ttl_ms: ORPHAN_TTL_MS,
-            ..WorkerConfig::default()
-        })
-        .build()?;
-    let graph = docket.save_graph_json(shape.graph).await?;
-    let rtg = docket.runtime_graph(&graph).await?;
-    let seeded_in = seed::due_runs(&ctx.backend, &rtg, "drain", 0..runs).await?;
+    let (docket, _, seeded_in) = flow::seeded_docket(ctx, &watch, "drain", shape, n, runs).await?;
 
     let from = Instant::now();
     let worker = docket.start_worker();
@@ -101,18 +86,17 @@ pub(crate) async fn run(ctx: &Ctx, shape: Shape, runs: usize) -> Result<DrainRes
     if !shutdown.drained {
         problems.push("(c) drain: the worker did not drain at shutdown".into());
     }
-    let seqs: Vec<(u64, Vec<String>)> = futures::stream::iter(0..runs)
-        .map(|i| async move {
-            let id = run_id("drain", i)?;
-            verify_run(&ctx.docket, &id, shape.output).await
-        })
-        .buffer_unordered(n.clamp(4, 32))
-        .try_collect()
-        .await?;
-    let mut per_run: Vec<u64> = seqs.iter().map(|(seq, _)| *seq).collect();
-    problems.extend(seqs.into_iter().flat_map(|(_, p)| p));
-    per_run.sort_unstable();
-    per_run.dedup();
+    let ids = (0..runs)
+        .map(|i| run_id("drain", i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let per_run = verify_runs(
+        &ctx.docket,
+        &ids,
+        shape.output,
+        n.clamp(4, 32),
+        &mut problems,
+    )
+    .await?;
     // The seeded initialization is checkpoint 1; the rest were committed on the clock.
     let commits_per_run = match per_run.as_slice() {
         [one] if *one > 1 => one - 1,

@@ -152,15 +152,7 @@ pub(crate) async fn run(ctx: &Ctx, phase: &str, shape: Shape) -> Result<E2eResul
     if !shutdown.drained {
         problems.push("(c) the worker did not drain at shutdown".into());
     }
-    let seqs: Vec<(u64, Vec<String>)> = futures::stream::iter(ids.iter())
-        .map(|id| verify_run(&ctx.docket, id, shape.output))
-        .buffer_unordered(n)
-        .try_collect()
-        .await?;
-    let mut per_run: Vec<u64> = seqs.iter().map(|(seq, _)| *seq).collect();
-    problems.extend(seqs.into_iter().flat_map(|(_, p)| p));
-    per_run.sort_unstable();
-    per_run.dedup();
+    let per_run = verify_runs(&ctx.docket, &ids, shape.output, n, &mut problems).await?;
     let commits_per_run = match per_run.as_slice() {
         [one] => *one,
         [] => {
@@ -211,6 +203,31 @@ pub(crate) fn worker_problems(snap: &StatsSnapshot) -> Vec<String> {
     .filter(|(_, count)| *count != 0)
     .map(|(what, count)| format!("(c) the worker reported {count} {what}"))
     .collect()
+}
+
+/// Verifies every run of `ids` as [`verify_run`] does, `in_flight` read-backs at a time,
+/// adding their problems to `problems`; returns the checkpoint counts they ended at, sorted
+/// and each once (one count when every run of a graph committed alike).
+///
+/// # Errors
+/// The first read-back that failed.
+pub(crate) async fn verify_runs(
+    docket: &Docket,
+    ids: &[RunId],
+    expected: i64,
+    in_flight: usize,
+    problems: &mut Vec<String>,
+) -> Result<Vec<u64>, BenchError> {
+    let seqs: Vec<(u64, Vec<String>)> = futures::stream::iter(ids)
+        .map(|id| verify_run(docket, id, expected))
+        .buffer_unordered(in_flight.max(1))
+        .try_collect()
+        .await?;
+    let mut per_run: Vec<u64> = seqs.iter().map(|(seq, _)| *seq).collect();
+    problems.extend(seqs.into_iter().flat_map(|(_, p)| p));
+    per_run.sort_unstable();
+    per_run.dedup();
+    Ok(per_run)
 }
 
 /// The run's checkpoint count and its problems.

@@ -12,13 +12,14 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-use docket_core::model::{RunId, RunStatus};
+use docket_core::model::{GraphRef, RunId, RunStatus};
 use docket_core::store::Layered;
 
 use super::super::claims::ORPHAN_TTL_MS;
@@ -47,7 +48,7 @@ pub(crate) struct Flow {
     phase: String,
     shape: Shape,
     /// How long seeding took.
-    pub seeded_in: std::time::Duration,
+    pub seeded_in: Duration,
 }
 
 /// What [`Flow::finish`] proved.
@@ -79,18 +80,8 @@ pub(crate) async fn start(
         true,
         Arc::clone(&backlog),
     )));
-    let docket = Docket::builder(watch.clone(), docket::nodes::registry())
-        .config(WorkerConfig {
-            concurrency,
-            max_commit_batch: ctx.options.max_commit_batch,
-            // The runs other phases hold claimed stay theirs, however long this one takes.
-            orphan_ttl_ms: ORPHAN_TTL_MS,
-            ..WorkerConfig::default()
-        })
-        .build()?;
-    let graph = docket.save_graph_json(shape.graph).await?;
-    let rtg = docket.runtime_graph(&graph).await?;
-    let seeded_in = seed::due_runs(&ctx.backend, &rtg, phase, 0..seed).await?;
+    let (docket, graph, seeded_in) =
+        seeded_docket(ctx, &watch, phase, shape, concurrency, seed).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let next = Arc::new(AtomicUsize::new(seed));
     let producers = (0..(concurrency / 2).max(2))
@@ -132,6 +123,36 @@ pub(crate) async fn start(
         shape,
         seeded_in,
     })
+}
+
+/// A facade over `watch` whose worker will run `concurrency` vehicles (group commit as the
+/// bench's options say; claims other phases hold never expire under it), with `shape`'s
+/// graph published and `seed` due runs `bench-<phase>-<i>` written. Returns the facade, the
+/// graph and how long the seeding took.
+///
+/// # Errors
+/// Store and facade errors while publishing or seeding.
+pub(crate) async fn seeded_docket(
+    ctx: &Ctx,
+    watch: &Arc<Layered<Watch>>,
+    phase: &str,
+    shape: Shape,
+    concurrency: usize,
+    seed: usize,
+) -> Result<(Docket, GraphRef, Duration), BenchError> {
+    let docket = Docket::builder(watch.clone(), docket::nodes::registry())
+        .config(WorkerConfig {
+            concurrency,
+            max_commit_batch: ctx.options.max_commit_batch,
+            // The runs other phases hold claimed stay theirs, however long this one takes.
+            orphan_ttl_ms: ORPHAN_TTL_MS,
+            ..WorkerConfig::default()
+        })
+        .build()?;
+    let graph = docket.save_graph_json(shape.graph).await?;
+    let rtg = docket.runtime_graph(&graph).await?;
+    let seeded_in = seed::due_runs(&ctx.backend, &rtg, phase, 0..seed).await?;
+    Ok((docket, graph, seeded_in))
 }
 
 impl Flow {

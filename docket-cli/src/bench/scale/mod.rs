@@ -17,9 +17,9 @@
 
 mod backlog;
 mod claim_latency;
-mod flow;
+pub(super) mod flow;
 mod memory;
-pub(super) mod seed;
+mod seed;
 mod sweep;
 mod wakeup;
 pub(super) mod watch;
