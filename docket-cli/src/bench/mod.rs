@@ -221,10 +221,10 @@ pub(crate) struct Ctx {
 /// Runs every phase against the fresh store named by `url` and returns the verified figures.
 ///
 /// Order: end to end (c) first, while the store holds nothing else (the 3-node graph, then
-/// the 1-node graph, then the 1-node drain); then commits (a); then claims (b); then the registry (f) where the store
-/// has one; then (e); then the verification of (a)'s long histories (every other phase
-/// verifies as it ends); then the scale figures when asked for (see [`ScaleOptions`]); the
-/// fairness figure (t) last. The floor tables (or keys) are removed at the end; the store
+/// the 1-node graph, then the 1-node drain); then commits (a); then claims (b); then the
+/// registry (f) where the store has one; then (e); then the verification of (a)'s long
+/// histories (every other phase verifies as it ends); then the scale figures when asked for
+/// (see [`ScaleOptions`]); the fairness figure (t) last. The floor tables (or keys) are removed at the end; the store
 /// itself is left for [`purge`].
 ///
 /// # Errors
