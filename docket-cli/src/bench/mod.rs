@@ -224,8 +224,8 @@ pub(crate) struct Ctx {
 /// the 1-node graph, then the 1-node drain); then commits (a); then claims (b); then the
 /// registry (f) where the store has one; then (e); then the verification of (a)'s long
 /// histories (every other phase verifies as it ends); then the scale figures when asked for
-/// (see [`ScaleOptions`]); the fairness figure (t) last. The floor tables (or keys) are removed at the end; the store
-/// itself is left for [`purge`].
+/// (see [`ScaleOptions`]); the fairness figure (t) last. The floor tables (or keys) are
+/// removed at the end; the store itself is left for [`purge`].
 ///
 /// # Errors
 /// [`BenchError::NotFresh`] for an existing store, [`BenchError::Verification`] when the store
