@@ -105,6 +105,8 @@ macro_rules! __case_table {
                 every_claim_of_a_run_mints_a_distinct_token,
                 a_released_run_is_claimed_again_as_the_next_attempt,
                 a_lease_reports_the_committed_seq,
+                a_lease_carries_the_stored_run_or_nothing,
+                each_lease_of_a_batch_carries_its_own_run_or_nothing,
                 the_lease_owner_comes_from_the_stored_row_not_the_content,
                 ready_runs_are_claimed_oldest_wake_first,
                 equal_wakes_break_ties_by_run_id,

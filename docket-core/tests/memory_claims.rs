@@ -235,3 +235,31 @@ async fn a_holder_whose_lease_was_stolen_is_fenced_and_the_thief_progresses() {
         .expect("b continues");
     assert_eq!(after.checkpoint_seq, 3);
 }
+
+// ---- the run in a lease --------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_lease_carries_its_run_and_keeps_only_a_document_that_is_its_run() {
+    let (store, graph) = store_with_graph().await;
+    let run = start_run(&store, &OwnerScope::Tenantless, &graph, "r1", t(0)).await;
+    let other = start_run(&store, &OwnerScope::Tenantless, &graph, "r2", t(5_000)).await;
+    let mut lease = claim_one(&store, t(10)).await;
+    assert_eq!(
+        lease.run.as_ref(),
+        Some(&run),
+        "the memory store hands the run over"
+    );
+
+    // Another run, or this run at another checkpoint, is not this lease's run.
+    lease.run = None;
+    assert!(!lease.attach_run(other.clone()));
+    let mut later = run.clone();
+    later.checkpoint_seq += 1;
+    assert!(!lease.attach_run(later));
+    // A document that does not decode is dropped, not an error.
+    assert!(!lease.attach_document(b"{not json"));
+    assert!(!lease.attach_document(&serde_json::to_vec(&other).expect("encode")));
+    assert_eq!(lease.run, None);
+    assert!(lease.attach_document(&serde_json::to_vec(&run).expect("encode")));
+    assert_eq!(lease.run.as_ref(), Some(&run));
+}

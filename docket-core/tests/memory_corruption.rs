@@ -173,6 +173,9 @@ async fn a_run_with_a_corrupt_document_is_still_claimed_and_its_holder_sees_the_
         .expect("one bad row blocks nothing");
     let ids: Vec<_> = batch.leases.iter().map(|l| l.run_id.clone()).collect();
     assert_eq!(ids, vec![bad.id.clone(), good.id.clone()]);
+    // The damaged document does not travel with its lease; the sound one does.
+    assert_eq!(batch.leases[0].run, None);
+    assert_eq!(batch.leases[1].run.as_ref(), Some(&good));
     let error = store
         .fetch_run(&Scope::System, &bad.id)
         .await

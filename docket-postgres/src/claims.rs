@@ -55,7 +55,7 @@ fn decode_outcome(row: &PgRow, policy: &ClaimRequest, fair: bool) -> Result<Outc
         let seq: i64 = row.try_get("checkpoint_seq").map_err(get)?;
         let attempt: i32 = row.try_get("claim_attempts").map_err(get)?;
         let claimed_at: i64 = row.try_get("claimed_at").map_err(get)?;
-        Ok(ClaimLease {
+        let mut lease = ClaimLease {
             run_id: id_of,
             owner,
             graph_id: GraphId::new(row.try_get::<String, _>("graph_id").map_err(get)?)
@@ -67,7 +67,17 @@ fn decode_outcome(row: &PgRow, policy: &ClaimRequest, fair: bool) -> Result<Outc
             claimed_at: Timestamp::from_micros(claimed_at),
             claim_attempt: u32::try_from(attempt).map_err(|e| corrupt(&run_id, e))?,
             orphan_ttl_ms: policy.orphan_ttl_ms,
-        })
+            run: None,
+        };
+        // The oldest-first statement returns the run's document with its lease (the
+        // tenant-fair function does not); one that does not decode is left for the claimer's
+        // `fetch_run` to report.
+        if !fair {
+            if let Ok(Some(document)) = row.try_get::<Option<Vec<u8>>, _>("document") {
+                lease.attach_document(&document);
+            }
+        }
+        Ok(lease)
     };
     let key = if fair {
         (row.try_get("ord").map_err(get)?, 0, String::new())

@@ -192,7 +192,8 @@ fn insert_events() -> String {
 /// `limit = 1`, then `(eligible_at, class, run_id)` — the tie-break of
 /// `rules::claim_order`, byte order like every other backend); the chosen rows are leased
 /// (fresh UUID, `claimed_at = now`, attempts + 1; the admission marker untouched) or
-/// poisoned (attempts ≥ max; the marker cleared), and returned.
+/// poisoned (attempts ≥ max; the marker cleared), and returned — a lease with its run's
+/// document, so the claimer need not read it (`ClaimLease::run`).
 ///
 /// `$1` now, `$2` expiry cutoff (claimed_at < cutoff), `$3` limit, `$4` max attempts,
 /// `$5` preferred class (0 ready, 1 expired, NULL none).
@@ -241,7 +242,8 @@ const CLAIM_DUE: &str = "WITH ready AS (
            OR (c.class = 1 AND r.claim_token IS NOT NULL AND r.claimed_at < $2))
     RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
               r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
-              r.poisoned_at, r.poison_reason, c.class, c.eligible_at";
+              r.poisoned_at, r.poison_reason, c.class, c.eligible_at,
+              CASE WHEN r.poisoned_at IS NULL THEN r.document END AS document";
 
 /// `release_claim`: `$1` run_id, `$2` token, `$3` now.
 const RELEASE: &str = "UPDATE {s}.runs SET claim_token = NULL, claimed_at = NULL,

@@ -299,3 +299,26 @@ async fn a_retained_claim_keeps_authority_and_a_release_makes_the_run_ready_agai
         "commits reset attempts"
     );
 }
+
+#[tokio::test]
+async fn an_oldest_first_lease_carries_its_run_and_a_tenant_fair_one_leaves_it_to_fetch() {
+    let (store, _guard) = open().await;
+    let first = start(&store, &OwnerScope::Tenantless, "r1", t(0)).await;
+    let second = start(&store, &OwnerScope::Tenantless, "r2", t(0)).await;
+    let lease = claim_one(&store, t(1)).await;
+    assert_eq!(lease.run_id, first.id);
+    assert_eq!(
+        lease.run.as_ref(),
+        Some(&first),
+        "the claim statement returns the document"
+    );
+    let mut fair = policy(t(1), 1);
+    fair.policy = docket_core::store::ClaimPolicy::TenantFair;
+    let batch = store.claim_due(&fair).await.expect("fair claim");
+    assert_eq!(batch.leases.len(), 1);
+    assert_eq!(batch.leases[0].run_id, second.id);
+    assert_eq!(
+        batch.leases[0].run, None,
+        "the fair claim function returns no document"
+    );
+}

@@ -16,7 +16,7 @@ local max_attempts = tonumber(P.max_attempts)
 for _, c in ipairs(selected) do
   local row = redis.call('HMGET', P.prefix .. 'run:' .. c.id,
     'status', 'token', 'poisoned_at', 'attempts', 'owner', 'graph_id', 'graph_hash', 'seq',
-    'admitted_at')
+    'admitted_at', 'doc')
   if row[1] ~= 'running' or row[3] or not tonumber(row[4]) or not row[5] or not row[6]
       or not row[7] or not row[8] or (c.class == 'ready') == (row[2] ~= false)
       or (c.owner and c.owner ~= row[5]) then
@@ -54,7 +54,10 @@ for _, c in ipairs(selected) do
       ready_remove(KEYS[1], c.row[5], c.id)
     end
     claim_add(KEYS[2], c.row[5], c.id, P.now)
-    out[#out + 1] = {'lease', c.id, c.row[5], c.row[6], c.row[7], c.row[8], token, attempt}
+    -- The run's document goes back with its lease (read in the check above), so the claimer
+    -- need not read it again (`ClaimLease::run`).
+    out[#out + 1] = {'lease', c.id, c.row[5], c.row[6], c.row[7], c.row[8], token, attempt,
+      c.row[10]}
   else
     redis.call('HDEL', key, 'token', 'claimed_at', 'wake_at', 'admitted_at')
     redis.call('HSET', key, 'poisoned_at', P.now, 'poison_reason', 'max_claim_attempts_exceeded')

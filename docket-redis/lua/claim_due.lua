@@ -12,7 +12,8 @@
 -- ARGV[2..] `limit` claim tokens minted by the caller (UUID v4; a script cannot make
 --         randomness). The i-th lease takes the i-th token.
 -- Returns {"ok", outcome...} where outcome is
---           {"lease", run_id, owner, graph_id, graph_hash, seq, token, attempt} or
+--           {"lease", run_id, owner, graph_id, graph_hash, seq, token, attempt,
+--            document (nil when the run hash has none)} or
 --           {"poison", run_id}, in selection order
 --         | {"corrupt", detail} (an index entry contradicts its run hash; nothing written)
 -- Selection: ready = wake_at ≤ now (inclusive), expired = claimed_at < cutoff (strict). Both

@@ -51,7 +51,7 @@ fn parse_lease(
     orphan_ttl_ms: u64,
 ) -> Result<ClaimLease, StoreError> {
     let run_id = RunId::new(item.string(1)?).map_err(bad_lease)?;
-    Ok(ClaimLease {
+    let mut lease = ClaimLease {
         owner: OwnerScope::from_scope_key(&item.string(2)?).map_err(bad_lease)?,
         graph_id: GraphId::new(item.string(3)?).map_err(bad_lease)?,
         graph_hash: GraphHash::new(item.string(4)?).map_err(bad_lease)?,
@@ -60,8 +60,15 @@ fn parse_lease(
         claimed_at,
         claim_attempt: item.number(7).map_err(bad_lease)?,
         orphan_ttl_ms,
+        run: None,
         run_id,
-    })
+    };
+    // The document, when the script found one that decodes: a damaged one is left for the
+    // claimer's `fetch_run` to report, as it would be without it.
+    if let Ok(Some(doc)) = item.opt_bytes(8) {
+        lease.attach_document(&doc);
+    }
+    Ok(lease)
 }
 
 impl RedisStore {

@@ -5,7 +5,7 @@
 //! claimable, in which order, and what happens to each comes from `rules::effects` and
 //! `rules::claim_order` (key = run id), exactly like the reference store.
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use docket_core::model::{ClaimToken, Run, RunId, Scope, Timestamp};
 use docket_core::store::rules::claim_pass::{claim_pass, ClaimRow};
@@ -39,11 +39,13 @@ fn candidates(
     Ok(out)
 }
 
-/// `claim_due`: at most `limit` outcomes (leases + poisons), atomically.
+/// `claim_due`: at most `limit` outcomes (leases + poisons), atomically, with the stored
+/// document text of each lease's run (in lease order), for the caller to decode into
+/// [`ClaimLease::run`](docket_core::store::ClaimLease::run) once the writer is free.
 pub(crate) fn claim_due(
     conn: &Connection,
     policy: &ClaimRequest,
-) -> Result<ClaimBatch, StoreError> {
+) -> Result<(ClaimBatch, Vec<Option<String>>), StoreError> {
     let limit = policy.limit.get();
     let ttl = i64::try_from(policy.orphan_ttl_ms).unwrap_or(i64::MAX);
     // The oldest `limit` of each class are enough: the selection keeps at most `limit`, in
@@ -97,7 +99,31 @@ pub(crate) fn claim_due(
     if let Some(cursor) = &outcome.cursor {
         fairness::store_cursor(conn, cursor)?;
     }
-    Ok(outcome.batch)
+    let mut documents = Vec::with_capacity(outcome.batch.leases.len());
+    let mut stmt = conn
+        .prepare_cached("SELECT document FROM docket_runs WHERE run_id = ?1")
+        .sql()?;
+    for lease in &outcome.batch.leases {
+        documents.push(
+            stmt.query_row([lease.run_id.as_str()], |row| {
+                row.get::<_, Option<String>>(0)
+            })
+            .optional()
+            .sql()?
+            .flatten(),
+        );
+    }
+    Ok((outcome.batch, documents))
+}
+
+/// Hands each lease its run, decoded from `documents` (as [`claim_due`] returned them); a
+/// document that does not decode is left out, for the claimer's `fetch_run` to report.
+pub(crate) fn attach_runs(batch: &mut ClaimBatch, documents: Vec<Option<String>>) {
+    for (lease, document) in batch.leases.iter_mut().zip(documents) {
+        if let Some(text) = document {
+            lease.attach_document(text.as_bytes());
+        }
+    }
 }
 
 /// `release_claim`: clears a current claim (wake now); anything else is a no-op.

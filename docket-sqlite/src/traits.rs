@@ -164,10 +164,14 @@ impl RunStore for SqliteStore {
 
     async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         let policy = *policy;
-        self.inner
+        let (mut batch, documents) = self
+            .inner
             .workers
             .write(move |conn| immediate(conn, |tx| claims::claim_due(tx, &policy)))
-            .await
+            .await?;
+        // Decoded here, not on the writer: the one writer serializes every write.
+        claims::attach_runs(&mut batch, documents);
+        Ok(batch)
     }
 
     async fn release_claim(

@@ -202,3 +202,29 @@ async fn an_event_payload_that_is_not_a_map_is_corrupt() {
         .unwrap_err();
     assert_eq!(error.kind(), StoreErrorKind::Corrupt);
 }
+
+#[tokio::test]
+async fn a_lease_carries_its_run_unless_the_document_is_undecodable() {
+    let fx = fx().await;
+    let bad = fx.start("bad", t(0)).await;
+    let good = fx.start("good", t(1)).await;
+    corrupt_run(fx.guard.path(), &bad.id).unwrap();
+    let batch = fx
+        .store
+        .claim_due(&policy(t(2), 10))
+        .await
+        .expect("one bad document blocks no claim");
+    let carried: Vec<_> = batch
+        .leases
+        .iter()
+        .map(|l| (l.run_id.clone(), l.run.clone()))
+        .collect();
+    assert_eq!(
+        carried,
+        vec![
+            (bad.id.clone(), None),
+            (good.id.clone(), Some(good.clone()))
+        ],
+        "the sound run travels with its lease, the damaged one is left to fetch_run"
+    );
+}

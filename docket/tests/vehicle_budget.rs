@@ -183,8 +183,10 @@ async fn a_max_supersteps_failure_wins_over_a_coincident_drain_budget() {
 async fn cancellation_wins_over_the_drain_budget_as_fence_loss_never_a_yield() {
     let fx = VFx::new(budget(Some(1), 3_000));
     let run = fx.start(&endless(Some(1_000))).await;
-    let lease = fx.claim().await;
+    let mut lease = fx.claim().await;
     fx.docket.cancel_run(&run.id).await.expect("cancel");
+    // The vehicle reads the run (no run handed over with the lease) and finds the cancel.
+    lease.run = None;
     let drained = fx.drain(lease).await.expect("drain");
     assert_eq!(drained.outcome, DrainOutcome::FenceLost);
     assert_eq!((drained.committed_moments, drained.budget), (0, None));

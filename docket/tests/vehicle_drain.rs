@@ -139,12 +139,46 @@ async fn retry_parking_commits_retry_scheduled_schedules_the_wake_and_exits_with
 async fn fence_lost_between_claim_and_fetch_stops_without_commit() {
     let fx = VFx::new(WorkerConfig::default());
     let run = fx.start(&steps(2)).await;
-    let lease = fx.claim().await;
+    let mut lease = fx.claim().await;
+    // A store that hands no run over with the lease: the vehicle reads it and finds the
+    // cancel there.
+    lease.run = None;
     let cancelled = fx.docket.cancel_run(&run.id).await.expect("cancel");
     fx.observed.wait_for(2).await;
     fx.observed.clear();
     let drained = fx.drain(lease).await.expect("drain");
     assert_eq!(drained.outcome, DrainOutcome::FenceLost);
+    assert_eq!(drained.committed_moments, 0);
+    assert_eq!(fx.docket.fetch_run(&run.id).await.expect("run"), cancelled);
+    assert!(
+        fx.observed.seen().is_empty(),
+        "nothing was committed by the vehicle"
+    );
+    assert_eq!(fx.stats.snapshot().fence_losses, 1);
+}
+
+#[tokio::test]
+async fn a_cancel_between_claim_and_start_is_caught_by_the_first_moments_fence() {
+    let fx = VFx::new(WorkerConfig::default());
+    let run = fx.start(&steps(2)).await;
+    let lease = fx.claim().await;
+    assert!(lease.run.is_some(), "the memory store hands the run over");
+    let cancelled = fx.docket.cancel_run(&run.id).await.expect("cancel");
+    fx.observed.wait_for(2).await;
+    fx.observed.clear();
+    // The vehicle starts from the run at the lease's checkpoint, without reading it; the
+    // cancel is found when its first moment loses the fence, and nothing of it lands.
+    let fetches = Scripted::count(&fx.store.fetches);
+    let drained = fx.drain(lease).await.expect("drain");
+    assert_eq!(
+        Scripted::count(&fx.store.fetches),
+        fetches,
+        "the vehicle read nothing: it had the run"
+    );
+    assert_eq!(
+        drained.outcome,
+        DrainOutcome::Discarded(StoreError::StaleCheckpoint)
+    );
     assert_eq!(drained.committed_moments, 0);
     assert_eq!(fx.docket.fetch_run(&run.id).await.expect("run"), cancelled);
     assert!(
@@ -238,7 +272,9 @@ async fn a_claimed_non_runnable_or_missing_row_is_a_claim_invariant_violation() 
     let run = fx.start(&steps(1)).await;
     let mut lease = fx.claim().await;
     let cancelled = fx.docket.cancel_run(&run.id).await.expect("cancel");
-    // A lease that (wrongly) matches the cancelled run's seq: status is checked after the fence.
+    // A lease that (wrongly) matches the cancelled run's seq, read by the vehicle (no run
+    // handed over): status is checked after the fence.
+    lease.run = None;
     lease.checkpoint_seq = cancelled.checkpoint_seq;
     let err = fx.drain(lease.clone()).await.expect_err("not runnable");
     assert!(matches!(err, VehicleError::ClaimInvariant { .. }), "{err}");

@@ -25,6 +25,7 @@ use super::moments::{run_id, Shape};
 use super::probe::Probe;
 use super::verify::run_and_history;
 use super::{BenchError, Ctx};
+use crate::bench::started::reporting_registry;
 use docket::engine::{StatsSnapshot, WorkerConfig};
 use docket::{Docket, StartOptions};
 
@@ -37,7 +38,7 @@ pub(crate) struct E2eResult {
     pub rate: f64,
     /// Checkpoints every run committed (initialization included).
     pub commits_per_run: u64,
-    /// From the `claim_due` call that leased a run to its vehicle's first read of it.
+    /// From the `claim_due` call that leased a run to its first node call.
     pub claim_to_start: Histogram<u64>,
     /// What the verification proved.
     pub verified: Vec<String>,
@@ -52,7 +53,7 @@ pub(crate) async fn run(ctx: &Ctx, phase: &str, shape: Shape) -> Result<E2eResul
         Arc::clone(&ctx.backend),
         Arc::clone(&backlog),
     )));
-    let docket = Docket::builder(probe.clone(), docket::nodes::registry())
+    let docket = Docket::builder(probe.clone(), reporting_registry(probe.clone())?)
         .config(WorkerConfig {
             concurrency: n,
             max_commit_batch: ctx.options.max_commit_batch,

@@ -1,8 +1,8 @@
 //! A pass-through store that watches the end-to-end phase from the outside, so the engine runs
 //! unmodified: it times claim-to-start (from the `claim_due` call that leased a run to the
-//! vehicle's first read of that run, which is how every drain begins) and counts finished runs
-//! (a claimed commit that made the run terminal). It is a [`StoreLayer`], used as
-//! `Layered<Probe>`.
+//! first node call of that run, told by the worker's nodes through [`StartHook`]) and counts
+//! finished runs (a claimed commit that made the run terminal). It is a [`StoreLayer`], used
+//! as `Layered<Probe>`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,10 +15,12 @@ use tokio::sync::Semaphore;
 
 use docket_core::model::{Event, Run, RunId, Scope};
 use docket_core::store::{
-    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, StoreError, StoreLayer,
+    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, Layered, StoreError,
+    StoreLayer,
 };
 
 use super::driver::{histogram, record};
+use super::started::StartHook;
 
 /// The watching store.
 pub(crate) struct Probe {
@@ -75,6 +77,18 @@ impl Probe {
     }
 }
 
+impl StartHook for Layered<Probe> {
+    /// The first node call of a run leased since the probe began: its claim-to-start.
+    fn node_called(&self, run_id: &RunId) {
+        let leased = self.0.leased.lock().ok().and_then(|mut m| m.remove(run_id));
+        if let Some(asked) = leased {
+            if let Ok(mut h) = self.0.claim_to_start.lock() {
+                record(&mut h, asked.elapsed());
+            }
+        }
+    }
+}
+
 impl Probe {
     /// Counts a committed run that reached a terminal status.
     fn count_finished(&self, run: &Run) {
@@ -116,16 +130,6 @@ impl StoreLayer for Probe {
             self.count_finished(run);
         }
         outcomes
-    }
-
-    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
-        let leased = self.leased.lock().ok().and_then(|mut m| m.remove(run_id));
-        if let Some(asked) = leased {
-            if let Ok(mut h) = self.claim_to_start.lock() {
-                record(&mut h, asked.elapsed());
-            }
-        }
-        self.inner.fetch_run(scope, run_id).await
     }
 
     async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {

@@ -3,9 +3,11 @@
 //! locked state. Every decision comes from [`crate::store::rules`]; this file only finds rows.
 //!
 //! None of these operations touches a run document, `checkpoint_seq` or `updated_at`, and
-//! like a SQL backend they read the row's columns and operational state, not the document:
-//! a run whose document is corrupt is still claimed, and its holder learns of the damage when
-//! it fetches the run (`Corrupt`), instead of one bad row blocking every claim.
+//! like a SQL backend they decide on the row's columns and operational state, not the
+//! document: a run whose document is corrupt is still claimed, and its holder learns of the
+//! damage when it fetches the run (`Corrupt`), instead of one bad row blocking every claim.
+//! A claim hands each lease its run's document when it decodes (`ClaimLease::run`), as the
+//! SQL stores' claim statements do.
 
 use crate::model::{ClaimToken, Run, RunId, Scope, Timestamp};
 use std::collections::BTreeMap;
@@ -54,6 +56,18 @@ pub(super) fn claim_due(state: &mut State, policy: &ClaimRequest) -> ClaimBatch 
     for row in changed {
         if let Some(stored) = state.runs.get_mut(&row.run_id) {
             stored.ops = row.ops;
+        }
+    }
+    let mut batch = batch;
+    // The documents of the leased runs, as a store whose claim statement returns them would
+    // (a document that does not decode stays behind: its holder finds out from `fetch_run`).
+    for lease in &mut batch.leases {
+        if let Some(Ok(run)) = state
+            .runs
+            .get(&lease.run_id)
+            .map(|row| decode_run(&lease.run_id, row))
+        {
+            lease.attach_run(run);
         }
     }
     batch

@@ -4,7 +4,10 @@ use std::num::NonZeroU32;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ClaimToken, GraphHash, GraphId, OwnerScope, PoisonReason, RunId, Timestamp};
+use crate::model::{
+    validate_durable, ClaimToken, GraphHash, GraphId, OwnerScope, PoisonReason, Run, RunId,
+    RunStatus, Timestamp,
+};
 
 /// The two kinds of claimable runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -105,7 +108,9 @@ pub struct ClaimRequest {
 }
 
 /// A claim handed to a worker.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Not `Eq` (only `PartialEq`): it may carry the claimed [`Run`], whose values are JSON.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClaimLease {
     /// The claimed run.
     pub run_id: RunId,
@@ -125,6 +130,44 @@ pub struct ClaimLease {
     pub claim_attempt: u32,
     /// The TTL the claim was taken under.
     pub orphan_ttl_ms: u64,
+    /// The claimed run as committed at [`checkpoint_seq`](Self::checkpoint_seq), when the
+    /// store read it in the claim itself; `None` when it did not, and the claimer reads it
+    /// with `fetch_run` (`docs/storage-contract.md`, “The run in a lease”).
+    ///
+    /// A worker's first step after a claim is to read the run it leased, so a store that can
+    /// return the document in the claim's own statement or script saves every claimed run a
+    /// round trip. Set it only through [`ClaimLease::attach_run`], which keeps the document
+    /// only if it is the run this lease is for: a store never fails a claim over a document it
+    /// cannot decode — the claimer then learns of the damage from `fetch_run`, as before.
+    pub run: Option<Run>,
+}
+
+impl ClaimLease {
+    /// Keeps `run` as the lease's [`run`](Self::run) if it is the run this lease is for, at
+    /// the lease's checkpoint: the same id, graph id and hash and `checkpoint_seq`, and
+    /// `running` (what a claimable run is). Anything else is dropped, and the claimer reads
+    /// the run itself; returns whether `run` was kept.
+    pub fn attach_run(&mut self, run: Run) -> bool {
+        let fits = run.id == self.run_id
+            && run.graph_id == self.graph_id
+            && run.graph_hash == self.graph_hash
+            && run.checkpoint_seq == self.checkpoint_seq
+            && run.status == RunStatus::Running;
+        if fits {
+            self.run = Some(run);
+        }
+        fits
+    }
+
+    /// [`attach_run`](Self::attach_run) for a stored run document (its JSON): kept if it
+    /// decodes, is durably valid and is this lease's run at its checkpoint; anything else is
+    /// dropped, never an error. Returns whether a run was kept.
+    pub fn attach_document(&mut self, document: &[u8]) -> bool {
+        match serde_json::from_slice::<Run>(document) {
+            Ok(run) if validate_durable(&run).is_ok() => self.attach_run(run),
+            _ => false,
+        }
+    }
 }
 
 /// A candidate poisoned instead of leased.
@@ -139,7 +182,7 @@ pub struct PoisonedClaim {
 }
 
 /// Output of `claim_due`: a poisoned candidate never appears as a lease.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct ClaimBatch {
     /// Leases, in selection order.
     pub leases: Vec<ClaimLease>,

@@ -161,3 +161,41 @@ async fn a_corrupt_event_is_corrupt_in_every_read_and_never_skipped() {
         .expect_err("misplaced");
     assert_eq!(err.kind(), StoreErrorKind::Corrupt);
 }
+
+#[tokio::test]
+async fn a_lease_carries_its_run_unless_the_document_is_undecodable() {
+    let fx = open().await;
+    let owner = OwnerScope::Tenantless;
+    let bad = start_simple(&fx.store, &owner, "bad").await;
+    let good = start_simple(&fx.store, &owner, "good").await;
+    RedisHarness::from_env()
+        .corrupt_run(&fx.guard, &bad.id)
+        .await
+        .expect("corrupt");
+    for fair in [false, true] {
+        let mut request = policy(t(if fair { 70_000 } else { 10 }), 10, 60_000, 5, None);
+        if fair {
+            request.policy = docket_core::store::ClaimPolicy::TenantFair;
+        }
+        let batch = fx
+            .store
+            .claim_due(&request)
+            .await
+            .expect("one bad document blocks no claim");
+        let mut carried: Vec<_> = batch
+            .leases
+            .iter()
+            .map(|l| (l.run_id.clone(), l.run.clone()))
+            .collect();
+        carried.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            carried,
+            vec![
+                (bad.id.clone(), None),
+                (good.id.clone(), Some(good.clone()))
+            ],
+            "fair: {fair}: the sound run travels with its lease, the damaged one is left to \
+             fetch_run"
+        );
+    }
+}

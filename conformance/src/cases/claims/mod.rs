@@ -3,9 +3,11 @@
 //! and attempts that end in poison.
 
 mod basics;
+mod lease_run;
 mod poison;
 mod selection;
 
 pub use basics::*;
+pub use lease_run::*;
 pub use poison::*;
 pub use selection::*;

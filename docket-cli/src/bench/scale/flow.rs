@@ -30,6 +30,7 @@ use super::super::moments::{run_id, Shape};
 use super::super::{BenchError, Ctx};
 use super::seed;
 use super::watch::Watch;
+use crate::bench::started::reporting_registry;
 use docket::engine::{Worker, WorkerConfig};
 use docket::{Docket, StartOptions};
 
@@ -140,7 +141,7 @@ pub(crate) async fn seeded_docket(
     concurrency: usize,
     seed: usize,
 ) -> Result<(Docket, GraphRef, Duration), BenchError> {
-    let docket = Docket::builder(watch.clone(), docket::nodes::registry())
+    let docket = Docket::builder(watch.clone(), reporting_registry(watch.clone())?)
         .config(WorkerConfig {
             concurrency,
             max_commit_batch: ctx.options.max_commit_batch,

@@ -1,6 +1,5 @@
 //! (h) Wakeup latency: from the `start_run` call to the moment a vehicle of an idle worker
-//! first reads the run after claiming it (how every drain begins, just before the first node
-//! runs), with the store's push hints on and with them hidden, so the worker only finds the
+//! starts the run after claiming it (its first node call, `bench::started`), with the store's push hints on and with them hidden, so the worker only finds the
 //! run on its jittered poll. The poll interval is the floor either way: a hint is worth having
 //! only if it beats the poll, and without hints the wait must still end within one interval.
 //!
@@ -36,6 +35,7 @@ use super::super::e2e::{verify_run, worker_problems};
 use super::super::moments::{run_id, SINGLE};
 use super::super::{target, BenchError, Ctx};
 use super::watch::Watch;
+use crate::bench::started::reporting_registry;
 use docket::engine::WorkerConfig;
 use docket::{Docket, StartOptions};
 
@@ -66,7 +66,7 @@ const VERIFY_READS: usize = 16;
 /// Where one sample's time went: its whole latency, then in order the `start_run` call (the
 /// run's initializing commit), the wait from its return until the claim call that leased the
 /// run began (zero when that claim began first), that claim call, and the rest, until the
-/// vehicle's first read.
+/// run's first node call.
 #[derive(Clone, Copy, Debug, Default)]
 struct Split {
     /// When the sample's `start_run` was called, for lining the outlier up with the server's
@@ -167,7 +167,7 @@ pub(crate) async fn run(
              a sound history; no fence loss, crash, discard, abandon or poison; start_run p50 \
              {:.2} ms, p99 {:.2} ms, max {:.1} ms; the slowest sample, {:.1} ms (started {}): \
              start_run {:.1} ms, then {:.1} ms until the claim that leased it began, {:.1} ms in that \
-             claim, {:.1} ms to the first read; {claim_failures} claim calls failed",
+             claim, {:.1} ms to the first node call; {claim_failures} claim calls failed",
             quantile_ms(&starts, 0.5),
             quantile_ms(&starts, 0.99),
             starts.max() as f64 / 1_000.0,
@@ -238,7 +238,7 @@ async fn sample_lane(
         hints,
         Arc::new(Semaphore::new(0)),
     )));
-    let docket = Docket::builder(watch.clone(), docket::nodes::registry())
+    let docket = Docket::builder(watch.clone(), reporting_registry(watch.clone())?)
         .config(WorkerConfig {
             concurrency: VEHICLES,
             poll_interval_ms: poll_ms,
@@ -269,7 +269,7 @@ async fn sample_lane(
             break;
         }
         let started = asked.elapsed();
-        let Some(read) = watch.0.first_read(asked + limit).await else {
+        let Some(read) = watch.0.started(asked + limit).await else {
             failure = Some(BenchError::Verification(vec![format!(
                 "(h) run {id} was not started by the idle worker within {limit:?}"
             )]));

@@ -1,9 +1,9 @@
 //! A pass-through store for the scale phases, cheap enough to leave the worker's memory
 //! alone: it counts finished runs (in total and inside an open measuring window) with atomics
 //! only, hands one backlog permit back per finished run, can hide the store's push hints
-//! (the worker then only polls), and times one watched run from its start to the vehicle's
-//! first read of it after a claim leased it — which is how every drain begins, just before
-//! the first node runs.
+//! (the worker then only polls), and times one watched run from its start to its first node
+//! call after a claim leased it (told by the worker's nodes through [`StartHook`]) — the
+//! moment its vehicle starts the run.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,9 +14,11 @@ use tokio::sync::{Notify, Semaphore};
 
 use docket_core::model::{Event, Run, RunId, Scope};
 use docket_core::store::{
-    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, StoreError, StoreLayer,
-    Wakeups,
+    Backend, BatchedCommit, ClaimBatch, ClaimRequest, ClaimedCommit, Layered, StoreError,
+    StoreLayer, Wakeups,
 };
+
+use crate::bench::started::StartHook;
 
 /// The run (h) is timing.
 #[derive(Debug)]
@@ -25,7 +27,7 @@ struct Target {
     leased: bool,
     /// When the claim call that leased it began and returned.
     claim: Option<(Instant, Instant)>,
-    first_read: Option<Instant>,
+    started: Option<Instant>,
 }
 
 /// The watching store.
@@ -89,20 +91,20 @@ impl Watch {
                 id,
                 leased: false,
                 claim: None,
-                first_read: None,
+                started: None,
             });
         }
     }
 
-    /// When a vehicle first read the target after a claim leased it, waiting at most until
+    /// When the target's first node was called after a claim leased it, waiting at most until
     /// `deadline`.
-    pub(crate) async fn first_read(&self, deadline: Instant) -> Option<Instant> {
+    pub(crate) async fn started(&self, deadline: Instant) -> Option<Instant> {
         loop {
             let read = self
                 .target
                 .lock()
                 .ok()
-                .and_then(|t| t.as_ref().and_then(|t| t.first_read));
+                .and_then(|t| t.as_ref().and_then(|t| t.started));
             if read.is_some() {
                 return read;
             }
@@ -132,6 +134,25 @@ impl Watch {
                 self.counted.fetch_add(1, Ordering::SeqCst);
             }
             self.backlog.add_permits(1);
+        }
+    }
+}
+
+impl StartHook for Layered<Watch> {
+    /// The target's first node call after a claim leased it: its start.
+    fn node_called(&self, run_id: &RunId) {
+        let now = Instant::now();
+        let mut hit = false;
+        if let Ok(mut target) = self.0.target.lock() {
+            if let Some(t) = target.as_mut() {
+                if t.leased && t.started.is_none() && &t.id == run_id {
+                    t.started = Some(now);
+                    hit = true;
+                }
+            }
+        }
+        if hit {
+            self.0.read.notify_one();
         }
     }
 }
@@ -170,23 +191,6 @@ impl StoreLayer for Watch {
             self.count_finished(run);
         }
         outcomes
-    }
-
-    async fn fetch_run(&self, scope: &Scope, run_id: &RunId) -> Result<Run, StoreError> {
-        let now = Instant::now();
-        let mut hit = false;
-        if let Ok(mut target) = self.target.lock() {
-            if let Some(t) = target.as_mut() {
-                if t.leased && t.first_read.is_none() && &t.id == run_id {
-                    t.first_read = Some(now);
-                    hit = true;
-                }
-            }
-        }
-        if hit {
-            self.read.notify_one();
-        }
-        self.inner.fetch_run(scope, run_id).await
     }
 
     async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {

@@ -40,7 +40,7 @@ pub struct ClaimRow {
 }
 
 /// What one pass decided.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct ClaimPassOutcome {
     /// The leases and poisons, in selection order.
     pub batch: ClaimBatch,
@@ -118,6 +118,7 @@ pub fn claim_pass(
                     claimed_at: policy.now,
                     claim_attempt: attempt,
                     orphan_ttl_ms: policy.orphan_ttl_ms,
+                    run: None,
                 });
             }
             ClaimDecision::Poison => {

@@ -1,6 +1,7 @@
 //! The vehicle (`docs/engine.md`, “The vehicle”): drains one claim lease to its next park or stop.
 //!
-//! 1. **Claimed-run check**: fetch the run in the lease's owner scope; a moved
+//! 1. **Claimed-run check**: the run the lease carries, else fetched in the lease's owner
+//!    scope; a moved
 //!    `checkpoint_seq` is fence loss (checked before status, so a run cancelled after the
 //!    claim is fence loss, not an invariant violation); a non-running or missing run is a
 //!    claim-invariant violation.
@@ -155,19 +156,25 @@ impl Drain<'_> {
         self.advance(&rtg, run).await
     }
 
-    /// Step 1: the run as committed, if the lease's fence still holds.
+    /// Step 1: the run as committed, if the lease's fence still holds. The run the store
+    /// handed over with the lease is used as it is (it is the run at the lease's checkpoint);
+    /// without one, the run is read. A commit that lands between the claim and the first
+    /// moment (a signal) is then found by that moment's fence instead of here.
     async fn claimed_run(&mut self) -> Result<Option<Run>, VehicleError> {
-        let run = match self
-            .e
-            .backend
-            .fetch_run(&self.scope, &self.lease.run_id)
-            .await
-        {
-            Ok(run) => run,
-            Err(StoreError::NotFound) => {
-                return Err(self.invariant("the claimed run was not found"))
-            }
-            Err(e) => return Err(self.store_error(e)),
+        let run = match self.lease.run.take() {
+            Some(run) => run,
+            None => match self
+                .e
+                .backend
+                .fetch_run(&self.scope, &self.lease.run_id)
+                .await
+            {
+                Ok(run) => run,
+                Err(StoreError::NotFound) => {
+                    return Err(self.invariant("the claimed run was not found"))
+                }
+                Err(e) => return Err(self.store_error(e)),
+            },
         };
         if run.checkpoint_seq != self.lease.checkpoint_seq {
             self.stats().bump(Counter::FenceLoss);
