@@ -69,13 +69,10 @@ fn decode_outcome(row: &PgRow, policy: &ClaimRequest, fair: bool) -> Result<Outc
             orphan_ttl_ms: policy.orphan_ttl_ms,
             run: None,
         };
-        // The oldest-first statement returns the run's document with its lease (the
-        // tenant-fair function does not); one that does not decode is left for the claimer's
-        // `fetch_run` to report.
-        if !fair {
-            if let Ok(Some(document)) = row.try_get::<Option<Vec<u8>>, _>("document") {
-                lease.attach_document(&document);
-            }
+        // Both claim statements return the run's document with its lease; one that does not
+        // decode, or is not at the lease's checkpoint, is left for the claimer's `fetch_run`.
+        if let Ok(Some(document)) = row.try_get::<Option<Vec<u8>>, _>("document") {
+            lease.attach_document(&document);
         }
         Ok(lease)
     };

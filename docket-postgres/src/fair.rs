@@ -25,7 +25,14 @@ use crate::error;
 use crate::store::PostgresStore;
 
 /// `claim_due` under `TenantFair`: the function's rows under the column names the `Oldest`
-/// statement returns, plus `ord`, the place in the selection.
+/// statement returns, plus `ord`, the place in the selection, and each leased run's
+/// document (`ClaimLease::run`), joined by run id.
+///
+/// The join reads `runs` under this statement's snapshot, taken before the function ran: a
+/// run that changed in between comes back at its older checkpoint (or not at all), and
+/// `ClaimLease::attach_run` drops a document whose `checkpoint_seq` is not the lease's, so
+/// its claimer reads the run itself. The claim's own changes are operational columns, never
+/// the document.
 ///
 /// `$1` now, `$2` expiry cutoff (claimed_at < cutoff), `$3` limit, `$4` max attempts,
 /// `$5` preferred class (0 ready, 1 expired, NULL none).
@@ -34,8 +41,10 @@ pub(crate) const CLAIM_FAIR: &str = "SELECT f.out_run_id AS run_id,
         f.out_graph_hash AS graph_hash, f.out_checkpoint_seq AS checkpoint_seq,
         f.out_claim_token AS claim_token, f.out_claimed_at AS claimed_at,
         f.out_claim_attempts AS claim_attempts, f.out_poisoned_at AS poisoned_at,
-        f.out_class AS class, f.out_eligible_at AS eligible_at, f.out_ord AS ord
-    FROM {s}.docket_claim_fair($1, $2, $3, $4, $5) AS f";
+        f.out_class AS class, f.out_eligible_at AS eligible_at, f.out_ord AS ord,
+        r.document
+    FROM {s}.docket_claim_fair($1, $2, $3, $4, $5) AS f
+    LEFT JOIN {s}.runs AS r ON r.run_id = f.out_run_id AND f.out_poisoned_at IS NULL";
 
 /// Stores one tenant's share, replacing an earlier one: `$1` tenant id, `$2` weight, `$3` cap.
 pub(crate) const SET_TENANT_SHARE: &str =

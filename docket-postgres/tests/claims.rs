@@ -301,7 +301,7 @@ async fn a_retained_claim_keeps_authority_and_a_release_makes_the_run_ready_agai
 }
 
 #[tokio::test]
-async fn an_oldest_first_lease_carries_its_run_and_a_tenant_fair_one_leaves_it_to_fetch() {
+async fn oldest_first_and_tenant_fair_leases_carry_their_runs() {
     let (store, _guard) = open().await;
     let first = start(&store, &OwnerScope::Tenantless, "r1", t(0)).await;
     let second = start(&store, &OwnerScope::Tenantless, "r2", t(0)).await;
@@ -318,7 +318,8 @@ async fn an_oldest_first_lease_carries_its_run_and_a_tenant_fair_one_leaves_it_t
     assert_eq!(batch.leases.len(), 1);
     assert_eq!(batch.leases[0].run_id, second.id);
     assert_eq!(
-        batch.leases[0].run, None,
-        "the fair claim function returns no document"
+        batch.leases[0].run.as_ref(),
+        Some(&second),
+        "joined to the fair call"
     );
 }
