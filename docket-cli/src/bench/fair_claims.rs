@@ -82,65 +82,67 @@ pub(crate) async fn run(ctx: &Ctx) -> Result<FairClaims, BenchError> {
             docket.runtime_graph(&graph).await?,
         ));
     }
-    let limits = [1, ctx.options.claim_batch];
-    let mut rates = Vec::new();
-    let mut next_offset = POOL_OFFSET_MS;
-    for limit in limits {
-        // Every pool of this limit is written before any of them is timed.
-        let mut pools = Vec::new();
-        for (k, _) in ORDER.iter().enumerate() {
-            let ids: Vec<RunId> = (0..pool)
-                .map(|i| run_id(&format!("claimfair{limit}x{k}"), i))
-                .collect::<Result<_, _>>()?;
-            write_pool(ctx, &graphs, &ids, next_offset).await?;
-            pools.push((ids, next_offset));
-            next_offset += 3_600_000;
-        }
-        let (mut fair, mut oldest) = (Tally::default(), Tally::default());
-        for ((ids, offset), policy) in pools.into_iter().zip(ORDER) {
-            let (leases, elapsed) = drain_store(
-                Arc::clone(&ctx.backend),
-                ctx.options.concurrency,
-                policy,
-                limit,
-                offset,
-                pool,
-            )
-            .await?;
-            let ids: BTreeSet<RunId> = ids.into_iter().collect();
-            let problems =
-                verify_store(ctx.backend.as_ref(), policy, &leases, &ids, offset, limit).await?;
-            if !problems.is_empty() {
-                return Err(BenchError::Verification(problems));
-            }
-            let tally = match policy {
-                ClaimPolicy::TenantFair => &mut fair,
-                _ => &mut oldest,
-            };
-            tally.runs += pool;
-            tally.seconds += elapsed.as_secs_f64();
-        }
-        rates.push(PairedRates {
-            fair: fair.rate(),
-            oldest: oldest.rate(),
-        });
+    let batch_limit = ctx.options.claim_batch;
+    let single = paired(ctx, &graphs, 1, POOL_OFFSET_MS).await?;
+    // The second limit's pools are due after the first's (one hour apart each).
+    let batch_offset = POOL_OFFSET_MS + ORDER.len() as i64 * 3_600_000;
+    let batch = paired(ctx, &graphs, batch_limit, batch_offset).await?;
+    Ok(FairClaims {
+        single,
+        batch,
+        verified: format!(
+            "(b) tenant-fair and oldest-first, limits 1 and {batch_limit}: each of 2 × 4 × {pool} \
+             runs of {TENANTS} tenants claimed exactly once (attempt 1), nothing left due"
+        ),
+    })
+}
+
+/// One limit: writes the four pools (due `first_offset_ms`, then an hour apart) before any
+/// is timed, then drains them in [`ORDER`] and verifies each.
+async fn paired(
+    ctx: &Ctx,
+    graphs: &[(OwnerScope, RuntimeGraph)],
+    limit: u32,
+    first_offset_ms: i64,
+) -> Result<PairedRates, BenchError> {
+    let pool = ctx.options.claim_pool;
+    let mut pools = Vec::new();
+    for k in 0..ORDER.len() {
+        let ids: Vec<RunId> = (0..pool)
+            .map(|i| run_id(&format!("claimfair{limit}x{k}"), i))
+            .collect::<Result<_, _>>()?;
+        let offset = first_offset_ms + k as i64 * 3_600_000;
+        write_pool(ctx, graphs, &ids, offset).await?;
+        pools.push((ids, offset));
     }
-    let batch = rates.pop();
-    let single = rates.pop();
-    match (single, batch) {
-        (Some(single), Some(batch)) => Ok(FairClaims {
-            single,
-            batch,
-            verified: format!(
-                "(b) tenant-fair and oldest-first, limits 1 and {}: each of 2 × 4 × {pool} runs \
-                 of {TENANTS} tenants claimed exactly once (attempt 1), nothing left due",
-                limits[1]
-            ),
-        }),
-        _ => Err(BenchError::Setup(
-            "the tenant-fair claim phase produced no figures".into(),
-        )),
+    let (mut fair, mut oldest) = (Tally::default(), Tally::default());
+    for ((ids, offset), policy) in pools.into_iter().zip(ORDER) {
+        let (leases, elapsed) = drain_store(
+            Arc::clone(&ctx.backend),
+            ctx.options.concurrency,
+            policy,
+            limit,
+            offset,
+            pool,
+        )
+        .await?;
+        let ids: BTreeSet<RunId> = ids.into_iter().collect();
+        let problems =
+            verify_store(ctx.backend.as_ref(), policy, &leases, &ids, offset, limit).await?;
+        if !problems.is_empty() {
+            return Err(BenchError::Verification(problems));
+        }
+        let tally = match policy {
+            ClaimPolicy::TenantFair => &mut fair,
+            _ => &mut oldest,
+        };
+        tally.runs += pool;
+        tally.seconds += elapsed.as_secs_f64();
     }
+    Ok(PairedRates {
+        fair: fair.rate(),
+        oldest: oldest.rate(),
+    })
 }
 
 /// Runs drained and the time the drains took, for one policy.
