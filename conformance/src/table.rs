@@ -191,6 +191,8 @@ macro_rules! __case_table {
                 losers_in_a_batch_fail_alone_and_write_nothing,
                 a_member_contradicting_a_stored_event_fails_alone,
                 members_of_one_run_chain_like_consecutive_calls,
+                a_barrier_and_its_completion_in_one_batch_land_as_two_calls_would,
+                a_chained_pair_under_a_lost_claim_writes_nothing,
                 an_empty_batch_changes_nothing,
             }
             bulk_start {

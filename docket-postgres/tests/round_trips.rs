@@ -331,8 +331,69 @@ async fn a_commit_batch_is_one_round_trip_and_a_lost_one_is_ambiguous_for_every_
     all_or_none(&direct, &proxy, &runs, &proposals).await;
 }
 
-/// A batch that names one run twice is applied in order inside one transaction (the second
-/// member builds on the first); when its connection is lost it fails as a whole: retryable
+/// A batch whose two members of one run fold (`docs/storage-contract.md`, “Folded chains”:
+/// the second builds on the first, which keeps its claim) is one statement, one round trip;
+/// when its connection is lost after it was sent, both members are `Ambiguous`, and a re-read
+/// finds both or neither.
+#[tokio::test]
+async fn a_folded_chain_is_one_round_trip_and_a_lost_one_is_ambiguous_for_both_members() {
+    let (direct, guard) = open().await;
+    let proxy = Proxy::start(upstream()).await;
+    let store = proxied(guard.schema(), &proxy).await;
+    for round in 0..3 {
+        let (runs, mut members, proposals) =
+            next_moments(&direct, &store, &[format!("fold{round}")]).await;
+        let first = &proposals[0];
+        let second = next(first, t(3));
+        members.push(docket_core::store::BatchedCommit {
+            scope: SYSTEM,
+            proposal: claimed(
+                second.clone(),
+                first.checkpoint_seq,
+                &members[0].proposal.claim_token.clone(),
+                ClaimedSchedule::RetainClaim,
+                t(3),
+            ),
+            events: vec![event(&second, 3, t(3), "again")],
+        });
+        let before = proxy.round_trips();
+        if round == 2 {
+            proxy.cut_after_next_execute();
+        }
+        let outcomes = store.commit_claimed_batch(members).await;
+        if round == 2 {
+            for outcome in &outcomes {
+                assert!(
+                    matches!(outcome, Err(StoreError::Ambiguous { .. })),
+                    "{outcomes:?}"
+                );
+            }
+            all_or_none(&direct, &proxy, &runs, &[second]).await;
+            continue;
+        }
+        if round == 1 {
+            // (The first round prepares the statement on the connection.)
+            assert_eq!(proxy.round_trips() - before, 1, "one statement");
+        }
+        let answered: Vec<Run> = outcomes
+            .into_iter()
+            .map(|o| o.expect("both land"))
+            .collect();
+        assert_eq!(answered, vec![first.clone(), second.clone()]);
+        assert_eq!(
+            direct
+                .fetch_run(&SYSTEM, &runs[0].id)
+                .await
+                .expect("re-read"),
+            second
+        );
+    }
+}
+
+/// A batch that names one run twice with members that do not fold (here the second repeats
+/// the first's event, so its events do not all come after the first's) is applied in order
+/// inside one transaction (the second member builds on the first); when its connection is
+/// lost it fails as a whole: retryable
 /// `Unavailable` when the cut comes before `COMMIT` was sent (nothing can have been
 /// written), `Ambiguous` when it comes with the `COMMIT`; a re-read settles it.
 #[tokio::test]
@@ -356,7 +417,10 @@ async fn a_commit_batch_naming_a_run_twice_whose_connection_is_lost_fails_as_a_w
                 ClaimedSchedule::RetainClaim,
                 t(3),
             ),
-            events: vec![event(&second, 3, t(3), "again")],
+            events: vec![
+                members[0].events[0].clone(),
+                event(&second, 3, t(3), "again"),
+            ],
         });
         proxy.cut_after_executes(cut_at);
         let outcomes = store.commit_claimed_batch(members).await;

@@ -7,6 +7,7 @@
 //! status matrix → events), before its first write.
 
 use docket_core::model::{Event, OperationalState, OwnerScope, Run, RunStatus, Scope, Timestamp};
+use docket_core::store::rules::chain::fold_chains;
 use docket_core::store::rules::transition::{self, Commit, Init};
 use docket_core::store::{
     BatchedCommit, BatchedInit, ClaimedCommit, InitProposal, Message, StoreError, UnclaimedCommit,
@@ -205,16 +206,81 @@ impl RedisStore {
     /// for the batch. Each script still runs atomically on its own, in member order, so a
     /// member that fails wrote nothing and its neighbours are untouched; a connection lost
     /// before the replies arrive is `Ambiguous` for every member that was sent.
+    ///
+    /// A run's chained members (a worker's last barrier and completion) are first folded into
+    /// one script call (`docs/storage-contract.md`, “Folded chains”): one script run where
+    /// there would be two. A folded call that the script refuses says nothing exact about
+    /// which member failed, so those members are sent again unfolded, in order, in a second
+    /// pipeline, and answered from that.
     pub(crate) async fn do_commit_claimed_batch(
         &self,
         commits: Vec<BatchedCommit>,
     ) -> Vec<Result<Run, StoreError>> {
         // The stateless checks run first; a member they refuse is never sent.
-        let calls: Vec<Result<ScriptCall, StoreError>> = commits
+        let checked: Vec<Result<(Scope, Commit), StoreError>> = commits
             .into_iter()
-            .map(|c| self.claimed_call(&c.scope, c.proposal, &c.events))
+            .map(|c| Ok((c.scope, Commit::claimed(c.proposal, &c.events)?)))
             .collect();
-        self.run_batch(&self.scripts().commit_claimed, calls).await
+        let mut outcomes: Vec<Option<Result<Run, StoreError>>> = checked
+            .iter()
+            .map(|m| m.as_ref().err().map(|e| Err(e.clone())))
+            .collect();
+        let script = &self.scripts().commit_claimed;
+        let folds = fold_chains(
+            checked
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| m.as_ref().ok().map(|(scope, c)| (i, scope, c))),
+        );
+        if let Some(folds) = folds {
+            let calls = folds
+                .iter()
+                .map(|f| self.claimed_call(&f.scope, &f.commit))
+                .collect();
+            let replies = self.run_batch(script, calls).await;
+            for (fold, reply) in folds.iter().zip(replies) {
+                let decided = match &reply {
+                    Ok(_) | Err(StoreError::Ambiguous { .. }) => true,
+                    Err(_) => !fold.is_folded(),
+                };
+                if !decided {
+                    continue;
+                }
+                for &index in &fold.members {
+                    outcomes[index] = Some(match (&reply, &checked[index]) {
+                        (Ok(_), Ok((_, commit))) => Ok(commit.run().clone()),
+                        (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+                    });
+                }
+            }
+        }
+        // Every member still unanswered (all of them when nothing folded), one call each.
+        let rest: Vec<usize> = (0..outcomes.len())
+            .filter(|&i| outcomes[i].is_none())
+            .collect();
+        if !rest.is_empty() {
+            let calls = rest
+                .iter()
+                .map(|&i| match &checked[i] {
+                    Ok((scope, commit)) => self.claimed_call(scope, commit),
+                    Err(e) => Err(e.clone()),
+                })
+                .collect();
+            let replies = self.run_batch(script, calls).await;
+            for (index, reply) in rest.into_iter().zip(replies) {
+                outcomes[index] = Some(reply);
+            }
+        }
+        outcomes
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| {
+                    Err(StoreError::ambiguous(Message(
+                        "a batch member was left without an answer".into(),
+                    )))
+                })
+            })
+            .collect()
     }
 
     /// Sends the calls the stateless checks passed through `script` in one pipeline, in
@@ -253,16 +319,10 @@ impl RedisStore {
             .collect()
     }
 
-    /// A claimed commit ready to send: the kernel's proposal, its keys and its arguments.
-    fn claimed_call(
-        &self,
-        scope: &Scope,
-        proposal: ClaimedCommit,
-        events: &[Event],
-    ) -> Result<ScriptCall, StoreError> {
-        let commit = Commit::claimed(proposal, events)?;
-        let params = self.claimed_params(scope, &commit);
-        let (keys, args) = self.commit_call(params, &commit)?;
+    /// A claimed commit ready to send: the kernel's commit, its keys and its arguments.
+    fn claimed_call(&self, scope: &Scope, commit: &Commit) -> Result<ScriptCall, StoreError> {
+        let params = self.claimed_params(scope, commit);
+        let (keys, args) = self.commit_call(params, commit)?;
         Ok(ScriptCall {
             run: commit.run().clone(),
             keys,

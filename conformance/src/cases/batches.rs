@@ -187,6 +187,124 @@ pub async fn members_of_one_run_chain_like_consecutive_calls(env: &Env<'_>) {
     );
 }
 
+/// A barrier and the completion built on it, in one batch (a worker's chained completion;
+/// `docs/storage-contract.md`, “Folded chains”): both land, and the store holds exactly what
+/// two consecutive calls leave — the completion's document, no claim, both moments' events.
+pub async fn a_barrier_and_its_completion_in_one_batch_land_as_two_calls_would(env: &Env<'_>) {
+    let claimed = claimed_runs(env, &["folded", "alone"]).await;
+    let [(run, lease), (other, other_lease)] = &claimed[..] else {
+        unreachable!("two runs were claimed");
+    };
+    let barrier = member(run, &lease.claim_token, t(20));
+    let done = moment_to(&barrier.proposal.run, RunStatus::Done, t(20));
+    let completion = BatchedCommit {
+        scope: Scope::System,
+        proposal: claimed_commit(&done, &lease.claim_token, t(20)),
+        events: done.events.clone(),
+    };
+    let mut events = env.all_events(&run.id).await;
+    events.extend(barrier.events.clone());
+    events.extend(done.events.clone());
+    // The same chain on the other run, one call after the other, as the reference.
+    let other_barrier = member(other, &other_lease.claim_token, t(20));
+    let other_done = moment_to(&other_barrier.proposal.run, RunStatus::Done, t(20));
+    ok(
+        env.store()
+            .commit_claimed(
+                &Scope::System,
+                other_barrier.proposal.clone(),
+                other_barrier.events.clone(),
+            )
+            .await,
+        "the reference barrier",
+    );
+    ok(
+        env.store()
+            .commit_claimed(
+                &Scope::System,
+                claimed_commit(&other_done, &other_lease.claim_token, t(20)),
+                other_done.events.clone(),
+            )
+            .await,
+        "the reference completion",
+    );
+
+    let outcomes = env
+        .store()
+        .commit_claimed_batch(vec![barrier.clone(), completion])
+        .await;
+    assert_eq!(outcomes.len(), 2);
+    let mut outcomes = outcomes.into_iter();
+    let first = ok(outcomes.next().expect("two outcomes"), "the barrier");
+    let second = ok(outcomes.next().expect("two outcomes"), "the completion");
+    assert_eq!(
+        first, barrier.proposal.run,
+        "the barrier answers its own run"
+    );
+    assert_eq!(second, done.run, "the completion answers its own run");
+    let (stored, info, stored_events) = observed(env, &run.id).await;
+    assert_eq!(stored, done.run);
+    assert_eq!(
+        stored_events, events,
+        "the run's events, then both moments', in order"
+    );
+    let reference = env.inspect(&other.id).await;
+    assert_eq!(info.run.status, RunStatus::Done);
+    assert_eq!(
+        (
+            info.wake_at,
+            info.claimed_at,
+            info.claim_attempts,
+            info.claim_abandons,
+            &info.poison,
+            info.admitted_at,
+        ),
+        (
+            reference.wake_at,
+            reference.claimed_at,
+            reference.claim_attempts,
+            reference.claim_abandons,
+            &reference.poison,
+            reference.admitted_at,
+        ),
+        "the operational state two calls leave"
+    );
+}
+
+/// A barrier and its completion in one batch under a lost claim: both are stale, as two calls
+/// would be, and the store is left byte-identical.
+pub async fn a_chained_pair_under_a_lost_claim_writes_nothing(env: &Env<'_>) {
+    let claimed = claimed_runs(env, &["lost"]).await;
+    let (run, _) = &claimed[0];
+    let foreign = ClaimToken::mint();
+    let barrier = member(run, &foreign, t(20));
+    let done = moment_to(&barrier.proposal.run, RunStatus::Done, t(20));
+    let completion = BatchedCommit {
+        scope: Scope::System,
+        proposal: claimed_commit(&done, &foreign, t(20)),
+        events: done.events.clone(),
+    };
+    let before = env.snapshot().await;
+    let outcomes = env
+        .store()
+        .commit_claimed_batch(vec![barrier, completion])
+        .await;
+    let kinds: Vec<Option<K>> = outcomes
+        .iter()
+        .map(|o| o.as_ref().err().map(StoreError::kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![Some(K::StaleCheckpoint), Some(K::StaleCheckpoint)],
+        "{outcomes:?}"
+    );
+    crate::env::assert_same_bytes(
+        &before,
+        &env.snapshot().await,
+        "a chained pair under a lost claim",
+    );
+}
+
 /// An empty batch answers nothing and changes nothing.
 pub async fn an_empty_batch_changes_nothing(env: &Env<'_>) {
     env.claimed("r1").await;

@@ -6,11 +6,15 @@ use tracing::Instrument;
 
 use crate::model::{ClaimToken, OwnerScope, Run, RunId, Scope, Timestamp};
 use crate::runtime::{Moment, Mutation};
-use crate::store::{ClaimedCommit, InitProposal, RunStore, StoreError, UnclaimedCommit};
+use crate::store::{
+    BatchedCommit, ClaimedCommit, InitProposal, RunStore, StoreError, UnclaimedCommit,
+};
 
 use super::error::{LifecycleError, SignalError};
 use super::observer::{CheckpointObserver, Observers};
-use super::telemetry::{committed, error_kind, store_operation, transition_span};
+use super::telemetry::{
+    committed, error_kind, store_operation, store_operation_all, transition_span,
+};
 use crate::runtime::Checkpoint;
 
 /// Fetch → mutate → commit rounds a signal makes before giving up on `StaleCheckpoint`
@@ -213,6 +217,113 @@ impl Lifecycle {
         .await;
         record.record("result", lifecycle_result_kind(&result));
         result
+    }
+
+    /// Commits a claim holder's chain of moments — `moments[0]` built on `expected_seq`, each
+    /// later one on the moment before it — as one [`RunStore::commit_claimed_batch`] call, so
+    /// a store can write them with one durable write (one transaction, one pipeline). Each
+    /// moment keeps its own double fence (`token`, and the seq of the moment before it) and
+    /// gets its own outcome, exactly what [`Lifecycle::commit_moment`] would have answered
+    /// for it had the moments been committed one after another; each moment that landed is
+    /// announced to the observers, in order.
+    ///
+    /// Meant for a chain whose later moments need no node call (the engine chains a run's
+    /// last barrier with its completion, `docs/engine.md`, “Chained completion”): computing
+    /// a moment before the one it builds on is durable only makes sense when nothing
+    /// outside the run's document is touched in between.
+    ///
+    /// # Errors
+    /// Per moment, as [`Lifecycle::commit_moment`] (a moment after one that failed fails
+    /// too: its fence names a checkpoint that was never written). A moment the store answered `Ambiguous` is reported landed when a later moment of the
+    /// chain landed (that one's fence proves it), and stays `Ambiguous` otherwise.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a future dropped after the store call was sent may have committed
+    /// any prefix of the chain without notifying observers; re-read the run to find out.
+    pub async fn commit_moments<S>(
+        &self,
+        store: &S,
+        scope: &Scope,
+        moments: Vec<Moment>,
+        expected_seq: u64,
+        token: &ClaimToken,
+        now: Timestamp,
+    ) -> Vec<Result<Moment, LifecycleError>>
+    where
+        S: RunStore + ?Sized,
+    {
+        let Some(first) = moments.first() else {
+            return Vec::new();
+        };
+        let span = transition_span("moments", &first.run.id);
+        let record = span.clone();
+        let results = async move {
+            let mut seq = expected_seq;
+            let members: Vec<BatchedCommit> = moments
+                .iter()
+                .map(|moment| {
+                    let member = BatchedCommit {
+                        scope: scope.clone(),
+                        proposal: ClaimedCommit {
+                            run: moment.run.clone(),
+                            expected_seq: seq,
+                            claim_token: token.clone(),
+                            checkpoint_type: moment.checkpoint_type,
+                            schedule: moment.disposition.claimed_schedule(),
+                            now,
+                        },
+                        events: moment.events.clone(),
+                    };
+                    seq = moment.run.checkpoint_seq;
+                    member
+                })
+                .collect();
+            let count = members.len();
+            let mut outcomes =
+                store_operation_all("transition_commit_claimed_batch", store, members).await;
+            outcomes.resize_with(count, || {
+                Err(StoreError::ambiguous(crate::store::Message(
+                    "the store answered fewer outcomes than the chain has moments".into(),
+                )))
+            });
+            // A moment that landed proves every moment before it landed too: its fence named
+            // the checkpoint of the one before, under this claim's token, which only that
+            // moment of this chain writes. So an earlier `Ambiguous` is settled by a later
+            // success.
+            let proven = outcomes.iter().rposition(Result::is_ok);
+            for (index, outcome) in outcomes.iter_mut().enumerate() {
+                if proven.is_some_and(|last| index < last)
+                    && matches!(outcome, Err(StoreError::Ambiguous { .. }))
+                {
+                    *outcome = Ok(moments[index].run.clone());
+                }
+            }
+            let mut results = Vec::with_capacity(count);
+            for (moment, outcome) in moments.into_iter().zip(outcomes) {
+                let result = match outcome {
+                    Ok(run) => {
+                        let moment = Moment { run, ..moment };
+                        self.after_commit(&moment);
+                        Ok(moment)
+                    }
+                    Err(source @ StoreError::Ambiguous { .. }) => Err(LifecycleError::Ambiguous {
+                        source,
+                        moment: Box::new(moment),
+                    }),
+                    Err(other) => Err(other.into()),
+                };
+                results.push(result);
+            }
+            results
+        }
+        .instrument(span)
+        .await;
+        let kind = results
+            .iter()
+            .find(|r| r.is_err())
+            .map_or("ok", lifecycle_result_kind);
+        record.record("result", kind);
+        results
     }
 
     /// Applies a signal: fetch the run in `scope` → `mutate` it → commit the resulting moment

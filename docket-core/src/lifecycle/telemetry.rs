@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
-use crate::model::{CheckpointType, RunId};
+use crate::model::{CheckpointType, Run, RunId};
 use crate::runtime::{Disposition, Moment, ParkKind, ParkReason};
-use crate::store::StoreError;
+use crate::store::{BatchedCommit, RunStore, StoreError};
 
 static NEXT_LIFECYCLE_REF: AtomicU64 = AtomicU64::new(1);
 
@@ -46,6 +46,29 @@ where
     let result = call.instrument(span.clone()).await;
     span.record("result", result_kind(&result));
     result
+}
+
+/// Runs one batch of claimed commits inside a `docket.store.operation` span that records the
+/// kind of its first failed member (`ok` when every member landed).
+pub(super) async fn store_operation_all<S>(
+    operation: &'static str,
+    store: &S,
+    members: Vec<BatchedCommit>,
+) -> Vec<Result<Run, StoreError>>
+where
+    S: RunStore + ?Sized,
+{
+    let span = tracing::debug_span!("docket.store.operation", operation, result = Empty);
+    let outcomes = store
+        .commit_claimed_batch(members)
+        .instrument(span.clone())
+        .await;
+    let kind = outcomes
+        .iter()
+        .find(|o| o.is_err())
+        .map_or("ok", result_kind);
+    span.record("result", kind);
+    outcomes
 }
 
 /// The `disposition` label of `docket.lifecycle.committed`.

@@ -9,12 +9,18 @@
 //! as the members' single statements one after another inside one transaction
 //! ([`transaction`]).
 //!
+//! A run named twice because a worker sent a moment and the one built on it together (its
+//! chained completion) is first [folded](fold) into one member, so such a batch is one
+//! statement too; only what does not fold, or a folded pair that did not land, takes the
+//! transaction.
+//!
 //! Either way a member whose fences do not match writes nothing and is classified by one
 //! read, answering what a single `commit_claimed` would have answered at that point; its
 //! neighbours are unaffected. A member whose proposed events differ from stored ones aborts
 //! the attempt (nothing of it commits): it is answered `EventConflict` and the others are sent
 //! again without it.
 
+mod fold;
 mod statement;
 mod transaction;
 
@@ -82,8 +88,11 @@ impl PostgresStore {
                 }
             }
         }
+        if names_a_run_twice(&members) {
+            self.folded_attempt(&mut members, &mut outcomes).await;
+        }
         let in_order = names_a_run_twice(&members);
-        loop {
+        while pending(&members).next().is_some() {
             let attempt = if in_order {
                 self.transaction_attempt(&members).await
             } else {

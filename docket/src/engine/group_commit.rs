@@ -33,13 +33,17 @@ use tokio::sync::oneshot;
 /// A commit waiting for its batch, with the channel its outcome goes back on.
 type Waiting = (BatchedCommit, oneshot::Sender<Result<Run, StoreError>>);
 
+/// Commits that go to the store together, in order, in one batch: one commit, or a caller's
+/// own batch (a chain of one run's moments, which must not be split or reordered).
+type Unit = Vec<Waiting>;
+
 /// Most batch tasks running at once.
 pub(crate) const MAX_IN_FLIGHT: usize = 4;
 
 /// The queue shared by callers and the batch tasks.
 #[derive(Default)]
 struct Queue {
-    waiting: Vec<Waiting>,
+    waiting: std::collections::VecDeque<Unit>,
     /// Batch tasks running; each takes whatever is queued when its batch returns.
     in_flight: usize,
 }
@@ -127,8 +131,15 @@ async fn run_batches(inner: Arc<dyn Backend>, queue: Arc<Mutex<Queue>>, max_batc
                 guard.finished = true;
                 break;
             }
-            let take = q.waiting.len().min(max_batch);
-            q.waiting.drain(..take).collect()
+            // Whole units, as many as fit; a unit larger than the limit goes alone.
+            let mut batch: Vec<Waiting> = Vec::new();
+            while let Some(unit) = q.waiting.front() {
+                if !batch.is_empty() && batch.len() + unit.len() > max_batch {
+                    break;
+                }
+                batch.extend(q.waiting.pop_front().into_iter().flatten());
+            }
+            batch
         };
         let (commits, senders): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
         let mut outcomes = inner.commit_claimed_batch(commits).await.into_iter();
@@ -173,17 +184,42 @@ impl StoreLayer for GroupCommit {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let (sender, outcome) = oneshot::channel();
+        let member = BatchedCommit {
+            scope: scope.clone(),
+            proposal,
+            events,
+        };
+        let mut outcomes = self.enqueue(vec![member]).await;
+        outcomes.pop().unwrap_or_else(|| Err(undelivered()))
+    }
+
+    /// A caller's own batch (the engine's chained moments of one run) joins the queue as one
+    /// unit: its members go to the store in one batch, in order, beside other commits.
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<BatchedCommit>,
+    ) -> Vec<Result<Run, StoreError>> {
+        self.enqueue(commits).await
+    }
+}
+
+impl GroupCommit {
+    /// Queues `members` as one unit, starts a batch task if a slot is free, and waits for
+    /// each member's outcome.
+    async fn enqueue(&self, members: Vec<BatchedCommit>) -> Vec<Result<Run, StoreError>> {
+        if members.is_empty() {
+            return Vec::new();
+        }
+        let (unit, receivers): (Unit, Vec<_>) = members
+            .into_iter()
+            .map(|member| {
+                let (sender, outcome) = oneshot::channel();
+                ((member, sender), outcome)
+            })
+            .unzip();
         let start = {
             let mut q = lock(&self.queue);
-            q.waiting.push((
-                BatchedCommit {
-                    scope: scope.clone(),
-                    proposal,
-                    events,
-                },
-                sender,
-            ));
+            q.waiting.push_back(unit);
             let start = q.in_flight < MAX_IN_FLIGHT;
             if start {
                 q.in_flight += 1;
@@ -197,6 +233,10 @@ impl StoreLayer for GroupCommit {
                 self.max_batch,
             ));
         }
-        outcome.await.unwrap_or_else(|_| Err(undelivered()))
+        let mut outcomes = Vec::with_capacity(receivers.len());
+        for outcome in receivers {
+            outcomes.push(outcome.await.unwrap_or_else(|_| Err(undelivered())));
+        }
+        outcomes
     }
 }

@@ -22,6 +22,8 @@ use docket::core::store::{
 /// What the next claimed commit does.
 #[derive(Debug)]
 pub enum CommitScript {
+    /// Apply the commit as the store would (a place-holder before a later script).
+    Apply,
     /// Return this error without touching the store.
     Fail(StoreError),
     /// Apply the commit, then report an ambiguous outcome (acknowledgement lost).
@@ -37,6 +39,8 @@ pub struct Scripted {
     pub claims: AtomicU32,
     pub releases: AtomicU32,
     pub claimed_commits: AtomicU32,
+    /// The member count of every `commit_claimed_batch` call, in order.
+    pub claimed_batches: Mutex<Vec<usize>>,
     pub fetches: AtomicU32,
     pub graph_fetches: AtomicU32,
     commit_scripts: Mutex<VecDeque<CommitScript>>,
@@ -132,6 +136,10 @@ impl StoreLayer for Scripted {
         &self,
         commits: Vec<BatchedCommit>,
     ) -> Vec<Result<Run, StoreError>> {
+        self.claimed_batches
+            .lock()
+            .expect("lock")
+            .push(commits.len());
         commit_each(self, commits).await
     }
 
@@ -144,7 +152,9 @@ impl StoreLayer for Scripted {
         self.claimed_commits.fetch_add(1, Ordering::SeqCst);
         let script = self.commit_scripts.lock().expect("lock").pop_front();
         match script {
-            None => self.inner.commit_claimed(scope, proposal, events).await,
+            None | Some(CommitScript::Apply) => {
+                self.inner.commit_claimed(scope, proposal, events).await
+            }
             Some(CommitScript::Fail(error)) => Err(error),
             Some(CommitScript::ApplyThenAmbiguous) => {
                 self.inner.commit_claimed(scope, proposal, events).await?;

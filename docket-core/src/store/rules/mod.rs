@@ -2,6 +2,7 @@
 //! “Stores encode conditions, never policy”): backends encode conditions, they never re-decide
 //! policy.
 
+pub mod chain;
 pub mod claim_order;
 pub mod claim_pass;
 pub mod effects;

@@ -396,6 +396,60 @@ impl Commit {
         })
     }
 
+    /// Folds `self` and `next`, the claimed commit built on it, into one commit that writes
+    /// what the two write one after the other: `next`'s document, operational state and
+    /// schedule, `self`'s fences (`expected_seq`, token), and both moments' events. A store
+    /// that writes one commit per statement can then write a vehicle's chained completion
+    /// (`docs/engine.md`, “Chained completion”) with one statement.
+    ///
+    /// Folds only what it can prove equivalent: two claimed commits of one run with the same
+    /// token, `self` retaining the claim on a running run (so the row `next` is checked
+    /// against is running and held by that token, as `self`'s fences require of the stored
+    /// one), `next` built on `self`'s checkpoint, and `next`'s events all after `self`'s.
+    /// Then the folded commit lands exactly when both would have, one after the other. When
+    /// it does not land, it says nothing about which of the two failed, or why: a store
+    /// answers each member from the two commits themselves (one after the other), never from
+    /// the folded one.
+    ///
+    /// # Errors
+    /// Gives both commits back, unchanged, when they cannot be folded.
+    pub fn then(self, next: Commit) -> Result<Commit, Box<(Commit, Commit)>> {
+        let foldable = match (&self.fence, &next.fence) {
+            (
+                Fence::Claim {
+                    token,
+                    schedule: ClaimedSchedule::RetainClaim,
+                },
+                Fence::Claim {
+                    token: next_token, ..
+                },
+            ) => token == next_token,
+            _ => false,
+        } && self.run.status == RunStatus::Running
+            && self.run.id == next.run.id
+            && self.run.graph_id == next.run.graph_id
+            && self.run.graph_hash == next.run.graph_hash
+            && self.run.started_at == next.run.started_at
+            && next.expected_seq == self.run.checkpoint_seq
+            && match (self.events.last(), next.events.first()) {
+                (Some(last), Some(first)) => last.seq < first.seq,
+                _ => true,
+            };
+        if !foldable {
+            return Err(Box::new((self, next)));
+        }
+        let mut events = self.events;
+        events.extend(next.events);
+        Ok(Commit {
+            run: next.run,
+            expected_seq: self.expected_seq,
+            fence: next.fence,
+            checkpoint_type: next.checkpoint_type,
+            now: next.now,
+            events,
+        })
+    }
+
     /// The proposed document.
     #[must_use]
     pub fn run(&self) -> &Run {

@@ -45,18 +45,103 @@ impl Drain<'_> {
                 self.e.clock.now(),
             )
             .await;
-        let error = match result {
+        match result {
             Ok(committed) => {
                 self.stats().committed(Some(started.elapsed()));
-                return Ok(Commit::Committed {
+                Ok(Commit::Committed {
                     run: Box::new(committed.run),
                     disposition,
-                });
+                })
             }
-            Err(LifecycleError::Ambiguous { source, moment }) => {
+            Err(error) => self.not_committed(error, expected_seq).await,
+        }
+    }
+
+    /// Commits `first` and the moment after it, `last` (computed from `first`'s run without a
+    /// node call), as one chain (`docs/engine.md`, “Chained completion”): one store call,
+    /// each moment under its own fence. Answers as [`Drain::commit`] would have for the last
+    /// moment that landed, or for the first that did not; `self.committed` counts `first`
+    /// when only it landed.
+    pub(super) async fn commit_chain(
+        &mut self,
+        first: Moment,
+        last: Moment,
+        expected_seq: u64,
+    ) -> Result<Commit, VehicleError> {
+        let disposition = last.disposition;
+        let first_seq = first.run.checkpoint_seq;
+        let started = Instant::now();
+        let mut results = self
+            .e
+            .lifecycle
+            .commit_moments(
+                self.e.backend.as_ref(),
+                &self.scope,
+                vec![first, last],
+                expected_seq,
+                &self.lease.claim_token,
+                self.e.clock.now(),
+            )
+            .await
+            .into_iter();
+        let (Some(first), Some(last)) = (results.next(), results.next()) else {
+            return Err(self.invariant("the lifecycle answered a chain of two with fewer outcomes"));
+        };
+        match (first, last) {
+            (Ok(_), Ok(committed)) => {
+                self.stats().committed(Some(started.elapsed()));
+                self.stats().committed(Some(started.elapsed()));
+                self.committed += 1;
+                Ok(Commit::Committed {
+                    run: Box::new(committed.run),
+                    disposition,
+                })
+            }
+            (Ok(_), Err(error)) => {
+                self.stats().committed(Some(started.elapsed()));
+                self.committed += 1;
+                self.not_committed(error, first_seq).await
+            }
+            (
+                Err(LifecycleError::Ambiguous { source, moment }),
+                Err(LifecycleError::Ambiguous { moment: last, .. }),
+            ) => {
+                // Both in doubt (the store call's answer was lost): the whole chain may have
+                // landed, in which case the run stands at the last moment's checkpoint.
+                if let Some(run) = self.landed(first_seq, &last).await {
+                    for moment in [&*moment, &*last] {
+                        self.stats().bump(Counter::AmbiguousResolved);
+                        self.stats().committed(None);
+                        self.e.lifecycle.announce_committed(moment);
+                    }
+                    tracing::info!(
+                        result = "committed",
+                        expected_seq,
+                        "docket.vehicle.ambiguous"
+                    );
+                    self.committed += 1;
+                    return Ok(Commit::Committed {
+                        run: Box::new(run),
+                        disposition,
+                    });
+                }
+                self.resolve_ambiguous(expected_seq, *moment, source).await
+            }
+            (Err(error), _) => self.not_committed(error, expected_seq).await,
+        }
+    }
+
+    /// What a moment built on `expected_seq` whose commit failed with `error` comes to.
+    async fn not_committed(
+        &mut self,
+        error: LifecycleError,
+        expected_seq: u64,
+    ) -> Result<Commit, VehicleError> {
+        let error = match error {
+            LifecycleError::Ambiguous { source, moment } => {
                 return self.resolve_ambiguous(expected_seq, *moment, source).await;
             }
-            Err(error) => match error.as_store() {
+            error => match error.as_store() {
                 Some(store) => store.clone(),
                 None => StoreError::invalid_transition(error.to_string()),
             },
@@ -86,31 +171,16 @@ impl Drain<'_> {
         ))
     }
 
-    /// The commit was sent but its acknowledgement was lost. Re-read: it committed iff the
-    /// run is exactly one checkpoint past `expected_seq` *and* the stored checkpoint event is
-    /// the one proposed (a concurrent signal would also advance the seq). Never retried
-    /// blindly: a retry of a landed commit would be a stale-fence loss at best.
+    /// The commit was sent but its acknowledgement was lost: a re-read ([`Drain::landed`])
+    /// decides. Never retried blindly: a retry of a landed commit would be a stale-fence loss
+    /// at best.
     async fn resolve_ambiguous(
         &self,
         expected_seq: u64,
         moment: Moment,
         error: StoreError,
     ) -> Result<Commit, VehicleError> {
-        let checkpoint = moment.events.last();
-        let landed = match (checkpoint, self.reread(expected_seq).await) {
-            (Some(proposed), Some(run)) => {
-                match self
-                    .e
-                    .backend
-                    .fetch_event(&self.scope, &self.lease.run_id, proposed.seq)
-                    .await
-                {
-                    Ok(stored) if same_event(&stored, proposed) => Some(run),
-                    _ => None,
-                }
-            }
-            _ => None,
-        };
+        let landed = self.landed(expected_seq, &moment).await;
         match landed {
             Some(run) => {
                 self.stats().bump(Counter::AmbiguousResolved);
@@ -139,14 +209,27 @@ impl Drain<'_> {
         }
     }
 
-    async fn reread(&self, expected_seq: u64) -> Option<Run> {
-        match self
+    /// The run as `moment` (built on `expected_seq`) left it, if a re-read proves that it
+    /// landed: the run is exactly one checkpoint past `expected_seq` *and* the stored
+    /// checkpoint event is the one proposed (a concurrent signal would also advance the seq).
+    async fn landed(&self, expected_seq: u64, moment: &Moment) -> Option<Run> {
+        let proposed = moment.events.last()?;
+        let run = match self
             .e
             .backend
             .fetch_run(&self.scope, &self.lease.run_id)
             .await
         {
-            Ok(run) if run.checkpoint_seq == expected_seq + 1 => Some(run),
+            Ok(run) if run.checkpoint_seq == expected_seq + 1 => run,
+            _ => return None,
+        };
+        match self
+            .e
+            .backend
+            .fetch_event(&self.scope, &self.lease.run_id, proposed.seq)
+            .await
+        {
+            Ok(stored) if same_event(&stored, proposed) => Some(run),
             _ => None,
         }
     }

@@ -25,7 +25,9 @@ use tracing::Instrument;
 
 use docket_core::graph::RuntimeGraph;
 use docket_core::model::{Run, RunStatus, Scope};
-use docket_core::runtime::{propose_advance, Disposition, Moment, ParkReason, Proposal};
+use docket_core::runtime::{
+    plan, propose_advance, Disposition, Moment, ParkReason, Plan, Proposal,
+};
 use docket_core::store::{ClaimLease, StoreError};
 
 use super::outcome::{BudgetFired, DrainOutcome, Drained, VehicleError};
@@ -231,7 +233,11 @@ impl Drain<'_> {
                 }
             };
             let (moment, fired) = self.maybe_yield(moment)?;
-            match self.commit(moment, run.checkpoint_seq).await? {
+            let committed = match self.pure_successor(rtg, &moment).await {
+                Some(last) => self.commit_chain(moment, last, run.checkpoint_seq).await?,
+                None => self.commit(moment, run.checkpoint_seq).await?,
+            };
+            match committed {
                 Commit::Committed {
                     run: next,
                     disposition,
@@ -246,6 +252,33 @@ impl Drain<'_> {
                 }
                 Commit::NotCommitted(outcome) => return Ok((outcome, None)),
             }
+        }
+    }
+
+    /// The moment that follows `moment` when it needs no node call — the completion or
+    /// failure the run plans once `moment` is durable — so both can be committed as one chain
+    /// (`docs/engine.md`, “Chained completion”). `None` for a moment that parks (a yield, a
+    /// retry, a wait) and for a run whose next step runs nodes; `None` as well when planning
+    /// the successor fails, which the next round of the loop then meets and reports as it
+    /// always has.
+    async fn pure_successor(&self, rtg: &RuntimeGraph, moment: &Moment) -> Option<Moment> {
+        if moment.disposition != Disposition::Continue {
+            return None;
+        }
+        let config = &self.e.runtime;
+        match plan(
+            rtg,
+            &moment.run,
+            config.floored_now(),
+            config.max_supersteps(),
+        ) {
+            Ok(Plan::Complete | Plan::Fail(_)) => {}
+            _ => return None,
+        }
+        // Planned `Complete` or `Fail`: settling it calls no node.
+        match propose_advance(rtg, &moment.run, &self.e.nodes, config).await {
+            Ok(Proposal::Moment(next)) => Some(*next),
+            _ => None,
         }
     }
 

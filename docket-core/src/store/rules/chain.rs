@@ -1,0 +1,76 @@
+//! Folding a batch's chained commits (`docs/storage-contract.md`, “Folded chains”): the
+//! members of one run that build on one another, written as one commit.
+//!
+//! A worker commits a run's last barrier and its completion in one
+//! [`RunStore::commit_claimed_batch`](crate::store::RunStore::commit_claimed_batch) call (the
+//! engine's chained completion). A store that writes one commit per statement or script call
+//! can write such a pair as one, with [`Commit::then`]: the second's row and both moments'
+//! events under the first's fences. [`fold_chains`] decides, for a whole batch, which members
+//! fold together; the store writes the folded commits and answers each member from them:
+//!
+//! * a folded commit that landed: every member it stands for landed, with its own run;
+//! * one whose outcome is unknown (`Ambiguous`): every member's is unknown (they landed
+//!   together or not at all);
+//! * one that did not land: nothing exact is known about its members (which of them a fence,
+//!   a status or an event refused), so the store commits them again unfolded, one after the
+//!   other, and answers from that.
+
+use std::collections::HashMap;
+
+use crate::model::Scope;
+
+use super::transition::Commit;
+
+/// A commit that stands for one or more members of a batch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FoldedCommit {
+    /// The scope the members are committed in (all the same).
+    pub scope: Scope,
+    /// The commit to write: a member's own, or several folded with [`Commit::then`].
+    pub commit: Commit,
+    /// The places in the batch of the members it stands for, in batch order.
+    pub members: Vec<usize>,
+}
+
+impl FoldedCommit {
+    /// Whether it stands for more than one member.
+    #[must_use]
+    pub fn is_folded(&self) -> bool {
+        self.members.len() > 1
+    }
+}
+
+/// Folds each run's members of a batch into one commit, in batch order: `members` yields each
+/// member still to be written with its place in the batch. The folded commits name distinct
+/// runs, so a store can write them as it writes a batch of distinct runs.
+///
+/// `None` when nothing folds (no run is named twice), and when some run is named twice by
+/// members that do not fold (other scopes, other tokens, a second member not built on the
+/// first — see [`Commit::then`]): such a batch must be written member after member.
+#[must_use]
+pub fn fold_chains<'a>(
+    members: impl IntoIterator<Item = (usize, &'a Scope, &'a Commit)>,
+) -> Option<Vec<FoldedCommit>> {
+    let mut folded: Vec<FoldedCommit> = Vec::new();
+    let mut by_run: HashMap<&str, usize> = HashMap::new();
+    let mut any = false;
+    for (index, scope, commit) in members {
+        let Some(&at) = by_run.get(commit.run().id.as_str()) else {
+            by_run.insert(commit.run().id.as_str(), folded.len());
+            folded.push(FoldedCommit {
+                scope: scope.clone(),
+                commit: commit.clone(),
+                members: vec![index],
+            });
+            continue;
+        };
+        let earlier = &mut folded[at];
+        if earlier.scope != *scope {
+            return None;
+        }
+        earlier.commit = earlier.commit.clone().then(commit.clone()).ok()?;
+        earlier.members.push(index);
+        any = true;
+    }
+    any.then_some(folded)
+}
