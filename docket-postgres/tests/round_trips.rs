@@ -331,6 +331,25 @@ async fn a_commit_batch_is_one_round_trip_and_a_lost_one_is_ambiguous_for_every_
     all_or_none(&direct, &proxy, &runs, &proposals).await;
 }
 
+/// A member committing `second` on `first`'s proposal, under the same claim, keeping it.
+fn built_on(
+    first: &docket_core::store::BatchedCommit,
+    second: &Run,
+    events: Vec<docket_core::model::Event>,
+) -> docket_core::store::BatchedCommit {
+    docket_core::store::BatchedCommit {
+        scope: SYSTEM,
+        proposal: claimed(
+            second.clone(),
+            first.proposal.run.checkpoint_seq,
+            &first.proposal.claim_token,
+            ClaimedSchedule::RetainClaim,
+            t(3),
+        ),
+        events,
+    }
+}
+
 /// A batch whose two members of one run fold (`docs/storage-contract.md`, “Folded chains”:
 /// the second builds on the first, which keeps its claim) is one statement, one round trip;
 /// when its connection is lost after it was sent, both members are `Ambiguous`, and a re-read
@@ -345,17 +364,8 @@ async fn a_folded_chain_is_one_round_trip_and_a_lost_one_is_ambiguous_for_both_m
             next_moments(&direct, &store, &[format!("fold{round}")]).await;
         let first = &proposals[0];
         let second = next(first, t(3));
-        members.push(docket_core::store::BatchedCommit {
-            scope: SYSTEM,
-            proposal: claimed(
-                second.clone(),
-                first.checkpoint_seq,
-                &members[0].proposal.claim_token.clone(),
-                ClaimedSchedule::RetainClaim,
-                t(3),
-            ),
-            events: vec![event(&second, 3, t(3), "again")],
-        });
+        let events = vec![event(&second, 3, t(3), "again")];
+        members.push(built_on(&members[0], &second, events));
         let before = proxy.round_trips();
         if round == 2 {
             proxy.cut_after_next_execute();
@@ -408,20 +418,11 @@ async fn a_commit_batch_naming_a_run_twice_whose_connection_is_lost_fails_as_a_w
             next_moments(&direct, &store, &[format!("twice{round}")]).await;
         let first = &proposals[0];
         let second = next(first, t(3));
-        members.push(docket_core::store::BatchedCommit {
-            scope: SYSTEM,
-            proposal: claimed(
-                second.clone(),
-                first.checkpoint_seq,
-                &members[0].proposal.claim_token.clone(),
-                ClaimedSchedule::RetainClaim,
-                t(3),
-            ),
-            events: vec![
-                members[0].events[0].clone(),
-                event(&second, 3, t(3), "again"),
-            ],
-        });
+        let events = vec![
+            members[0].events[0].clone(),
+            event(&second, 3, t(3), "again"),
+        ];
+        members.push(built_on(&members[0], &second, events));
         proxy.cut_after_executes(cut_at);
         let outcomes = store.commit_claimed_batch(members).await;
         assert_eq!(outcomes.len(), 2);
