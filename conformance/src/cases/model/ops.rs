@@ -125,6 +125,25 @@ pub enum Op {
         /// The members, in order.
         members: Vec<(u8, Tok, Seq, RunStatus, Sched, u8)>,
     },
+    /// Two claimed commits of `run` sent as one `commit_claimed_batch`, the second built on
+    /// the first's proposal (its checkpoint and document) under the same token: the first as
+    /// in [`Op::Commit`], each with its own `(to, schedule)`. What a worker's chained
+    /// completion sends, and what PostgreSQL and Redis fold into one write when the first
+    /// keeps its claim on a running run; the model commits them one by one.
+    Chain {
+        /// Target run.
+        run: u8,
+        /// Which token both present.
+        token: Tok,
+        /// The first's base.
+        seq: Seq,
+        /// Scope index, as in [`Op::Commit`].
+        scope: u8,
+        /// The first commit's status and schedule.
+        first: (RunStatus, Sched),
+        /// The second commit's status and schedule.
+        second: (RunStatus, Sched),
+    },
     /// A signal (unclaimed commit) moving `run` to `to`; running resolves open interrupts.
     Signal {
         /// Target run.
@@ -250,6 +269,10 @@ fn op() -> impl Strategy<Value = Op> {
         ),
         2 => prop::collection::vec((run(), tok(), seq(), status(), sched(), scope()), 0..5)
             .prop_map(|members| Op::Batch { members }),
+        2 => (run(), tok(), seq(), scope(), (status(), sched()), (status(), sched()))
+            .prop_map(|(run, token, seq, scope, first, second)| Op::Chain {
+                run, token, seq, scope, first, second
+            }),
         2 => (run(), seq(), status(), sched(), scope())
             .prop_map(|(run, seq, to, wake, scope)| Op::Signal { run, seq, to, wake, scope }),
         2 => (

@@ -168,7 +168,12 @@ impl World {
             Seq::Future => base.checkpoint_seq + 1,
         };
         base.checkpoint_seq = expected;
-        let mut moment = moment_to(&base, to, self.now);
+        (self.moment_on(&base, to), expected)
+    }
+
+    /// The moment moving `base` to `to` (running resolves open interrupts).
+    fn moment_on(&self, base: &Run, to: RunStatus) -> Moment {
+        let mut moment = moment_to(base, to, self.now);
         if to == RunStatus::Running {
             for interrupt in moment.run.interrupts.values_mut() {
                 if interrupt.status == InterruptStatus::Open {
@@ -177,7 +182,7 @@ impl World {
                 }
             }
         }
-        (moment, expected)
+        moment
     }
 
     fn release_wake(&self, sched: Sched, moment: &Moment) -> ReleaseWake {
@@ -341,6 +346,41 @@ impl World {
                     b.push(model.commit_claimed(&s, proposal, events).await);
                 }
                 same_members("commit_claimed_batch", &a, &b)
+            }
+            Op::Chain {
+                run,
+                token,
+                seq,
+                scope: s,
+                first,
+                second,
+            } => {
+                let (ta, tb) = self.token(run, token);
+                let (m1, expected) = self.proposal(run, seq, first.0).await;
+                let m2 = self.moment_on(&m1.run, second.0);
+                let on_first = m1.run.checkpoint_seq;
+                let mut batch = Vec::with_capacity(2);
+                let mut singles = Vec::with_capacity(2);
+                for (moment, expected, sched) in [(m1, expected, first.1), (m2, on_first, second.1)]
+                {
+                    let schedule = self.claimed_schedule(sched, &moment);
+                    let mut pa = with_schedule(claimed_commit(&moment, &ta, now), schedule);
+                    pa.expected_seq = expected;
+                    let mut pb = pa.clone();
+                    pb.claim_token = tb.clone();
+                    batch.push(BatchedCommit {
+                        scope: scope(s),
+                        proposal: pa,
+                        events: moment.events.clone(),
+                    });
+                    singles.push((scope(s), pb, moment.events));
+                }
+                let a = sut.commit_claimed_batch(batch).await;
+                let mut b = Vec::with_capacity(2);
+                for (s, proposal, events) in singles {
+                    b.push(model.commit_claimed(&s, proposal, events).await);
+                }
+                same_members("commit_claimed_batch (a chain)", &a, &b)
             }
             Op::Signal {
                 run,
