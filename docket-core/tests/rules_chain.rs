@@ -115,6 +115,12 @@ async fn then_gives_back_what_it_cannot_prove_equivalent() {
             commit(&other_run, RunStatus::Done, &token, release),
         ),
         ("in the wrong order", completion.clone(), barrier.clone()),
+        ("at another time", barrier.clone(), {
+            let (mut proposal, events) =
+                claimed(barrier.run(), RunStatus::Done, &token, release, t(5));
+            proposal.now = t(6);
+            Commit::claimed(proposal, &events).expect("a well-formed commit")
+        }),
     ];
     for (what, first, second) in cases {
         let (back_first, back_second) = *first.clone().then(second.clone()).expect_err(what);

@@ -405,7 +405,8 @@ impl Commit {
     /// Folds only what it can prove equivalent: two claimed commits of one run with the same
     /// token, `self` retaining the claim on a running run (so the row `next` is checked
     /// against is running and held by that token, as `self`'s fences require of the stored
-    /// one), `next` built on `self`'s checkpoint, and `next`'s events all after `self`'s.
+    /// one), `next` built on `self`'s checkpoint at the same `now` (the clock a store stamps
+    /// appended events with), and `next`'s events all after `self`'s.
     /// Then the folded commit lands exactly when both would have, one after the other. When
     /// it does not land, it says nothing about which of the two failed, or why: a store
     /// answers each member from the two commits themselves (one after the other), never from
@@ -431,6 +432,7 @@ impl Commit {
             && self.run.graph_hash == next.run.graph_hash
             && self.run.started_at == next.run.started_at
             && next.expected_seq == self.run.checkpoint_seq
+            && self.now == next.now
             && match (self.events.last(), next.events.first()) {
                 (Some(last), Some(first)) => last.seq < first.seq,
                 _ => true,
