@@ -198,3 +198,80 @@ async fn transitions_and_store_calls_are_spanned_without_tokens_or_payloads() {
         "a payload was logged"
     );
 }
+
+#[tokio::test]
+async fn a_chain_of_moments_is_one_transition_span_around_one_batch_call() {
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+
+    let (store, graph) = store_with_graph().await;
+    let run = lifecycle::start(
+        &store,
+        &OwnerScope::Tenantless,
+        init_moment(&rid("r1"), &graph, t(0)),
+    )
+    .await
+    .expect("start")
+    .run;
+    let lease = claim_one(&store, t(1)).await;
+    let barrier = next_moment(&run, RunStatus::Running, Disposition::Continue, t(2));
+    let completion = next_moment(
+        &barrier.run,
+        RunStatus::Done,
+        disposition_for(RunStatus::Done),
+        t(2),
+    );
+    let chain = vec![barrier, completion];
+    let landed = lifecycle::Lifecycle::new()
+        .commit_moments(
+            &store,
+            &Scope::System,
+            chain.clone(),
+            1,
+            &lease.claim_token,
+            t(2),
+        )
+        .await;
+    assert!(landed.iter().all(Result::is_ok), "{landed:?}");
+    // Replayed, the chain's first moment has lost its fence, and so has the second.
+    let replayed = lifecycle::Lifecycle::new()
+        .commit_moments(&store, &Scope::System, chain, 1, &lease.claim_token, t(3))
+        .await;
+    assert_eq!(replayed.len(), 2);
+    assert!(replayed.iter().all(Result::is_err), "{replayed:?}");
+
+    let data = capture.data.lock().expect("capture lock");
+    let spans = |wanted: &str| -> Vec<(String, String)> {
+        data.spans
+            .values()
+            .filter(|(name, _)| name == wanted)
+            .map(|(_, f)| {
+                (
+                    field(f, "operation").unwrap_or_default().to_owned(),
+                    field(f, "result").unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(o, r)| ((*o).to_owned(), (*r).to_owned()))
+            .collect()
+    };
+    assert_eq!(
+        spans("docket.lifecycle.transition"),
+        pairs(&[
+            ("start", "ok"),
+            ("moments", "ok"),
+            ("moments", "stale_fence")
+        ])
+    );
+    assert_eq!(
+        spans("docket.store.operation"),
+        pairs(&[
+            ("transition_initialize", "ok"),
+            ("transition_commit_claimed_batch", "ok"),
+            ("transition_commit_claimed_batch", "stale_fence"),
+        ])
+    );
+}

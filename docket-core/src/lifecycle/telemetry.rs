@@ -13,7 +13,7 @@ use crate::store::{BatchedCommit, RunStore, StoreError};
 
 static NEXT_LIFECYCLE_REF: AtomicU64 = AtomicU64::new(1);
 
-/// `docket.lifecycle.transition` for one `start | moment | signal`.
+/// `docket.lifecycle.transition` for one `start | moment | moments | signal`.
 pub(super) fn transition_span(operation: &'static str, run_id: &RunId) -> Span {
     tracing::info_span!(
         "docket.lifecycle.transition",
