@@ -331,7 +331,8 @@ async fn a_commit_batch_is_one_round_trip_and_a_lost_one_is_ambiguous_for_every_
     all_or_none(&direct, &proxy, &runs, &proposals).await;
 }
 
-/// A member committing `second` on `first`'s proposal, under the same claim, keeping it.
+/// A member committing `second` on `first`'s proposal, under the same claim, keeping it, at
+/// the first's `now`.
 fn built_on(
     first: &docket_core::store::BatchedCommit,
     second: &Run,
@@ -344,7 +345,7 @@ fn built_on(
             first.proposal.run.checkpoint_seq,
             &first.proposal.claim_token,
             ClaimedSchedule::RetainClaim,
-            t(3),
+            first.proposal.now,
         ),
         events,
     }

@@ -8,12 +8,14 @@ use std::sync::Arc;
 
 use docket_core::memory::MemoryStore;
 use docket_core::model::{
-    ClaimToken, InterruptStatus, OwnerScope, Run, RunId, RunStatus, Scope, Timestamp, ValueMap,
+    ClaimToken, Event, InterruptStatus, OwnerScope, Run, RunId, RunStatus, Scope, Timestamp,
+    ValueMap,
 };
 use docket_core::runtime::Moment;
 use docket_core::store::{
     AbandonBackoff, AbandonMode, AbandonPolicy, Backend, BatchedCommit, BatchedInit, ClaimBatch,
-    ClaimRequest, ClaimedSchedule, PrunePolicy, ReleaseWake, RunStore, StoreError, TenantShare,
+    ClaimRequest, ClaimedCommit, ClaimedSchedule, PrunePolicy, ReleaseWake, RunStore, StoreError,
+    TenantShare,
 };
 
 use super::ops::{Mode, Op, Sched, Seq, Tok, RUNS};
@@ -68,6 +70,54 @@ fn same_members<T: PartialEq + Debug>(
         same(&format!("{what} member {i}"), a, b)?;
     }
     Ok(())
+}
+
+/// One `commit_claimed_batch` for the store under test beside the same commits one by one for
+/// the model (each store presents its own token for the same pick).
+#[derive(Default)]
+struct Paired {
+    batch: Vec<BatchedCommit>,
+    singles: Vec<(Scope, ClaimedCommit, Vec<Event>)>,
+}
+
+impl Paired {
+    /// Adds `moment` built on `expected` with `schedule`, under `tokens` (the store's, the
+    /// model's).
+    fn push(
+        &mut self,
+        scope: Scope,
+        moment: Moment,
+        expected: u64,
+        schedule: ClaimedSchedule,
+        tokens: &(ClaimToken, ClaimToken),
+        now: Timestamp,
+    ) {
+        let mut proposal = with_schedule(claimed_commit(&moment, &tokens.0, now), schedule);
+        proposal.expected_seq = expected;
+        let mut single = proposal.clone();
+        single.claim_token = tokens.1.clone();
+        self.batch.push(BatchedCommit {
+            scope: scope.clone(),
+            proposal,
+            events: moment.events.clone(),
+        });
+        self.singles.push((scope, single, moment.events));
+    }
+
+    /// Sends the batch and the singles and compares the outcomes member by member.
+    async fn compare(
+        self,
+        what: &str,
+        sut: &dyn Backend,
+        model: &MemoryStore,
+    ) -> Result<(), Divergence> {
+        let a = sut.commit_claimed_batch(self.batch).await;
+        let mut b = Vec::with_capacity(self.singles.len());
+        for (scope, proposal, events) in self.singles {
+            b.push(model.commit_claimed(&scope, proposal, events).await);
+        }
+        same_members(what, &a, &b)
+    }
 }
 
 fn same<T: PartialEq + Debug>(
@@ -323,29 +373,14 @@ impl World {
                 same("commit_claimed", &a, &b)
             }
             Op::Batch { ref members } => {
-                let mut batch = Vec::with_capacity(members.len());
-                let mut singles = Vec::with_capacity(members.len());
+                let mut pair = Paired::default();
                 for &(run, token, seq, to, schedule, s) in members {
-                    let (ta, tb) = self.token(run, token);
+                    let tokens = self.token(run, token);
                     let (moment, expected) = self.proposal(run, seq, to).await;
                     let schedule = self.claimed_schedule(schedule, &moment);
-                    let mut pa = with_schedule(claimed_commit(&moment, &ta, now), schedule);
-                    pa.expected_seq = expected;
-                    let mut pb = pa.clone();
-                    pb.claim_token = tb;
-                    batch.push(BatchedCommit {
-                        scope: scope(s),
-                        proposal: pa,
-                        events: moment.events.clone(),
-                    });
-                    singles.push((scope(s), pb, moment.events));
+                    pair.push(scope(s), moment, expected, schedule, &tokens, now);
                 }
-                let a = sut.commit_claimed_batch(batch).await;
-                let mut b = Vec::with_capacity(singles.len());
-                for (s, proposal, events) in singles {
-                    b.push(model.commit_claimed(&s, proposal, events).await);
-                }
-                same_members("commit_claimed_batch", &a, &b)
+                pair.compare("commit_claimed_batch", sut, model).await
             }
             Op::Chain {
                 run,
@@ -355,32 +390,18 @@ impl World {
                 first,
                 second,
             } => {
-                let (ta, tb) = self.token(run, token);
+                let tokens = self.token(run, token);
                 let (m1, expected) = self.proposal(run, seq, first.0).await;
                 let m2 = self.moment_on(&m1.run, second.0);
                 let on_first = m1.run.checkpoint_seq;
-                let mut batch = Vec::with_capacity(2);
-                let mut singles = Vec::with_capacity(2);
+                let mut pair = Paired::default();
                 for (moment, expected, sched) in [(m1, expected, first.1), (m2, on_first, second.1)]
                 {
                     let schedule = self.claimed_schedule(sched, &moment);
-                    let mut pa = with_schedule(claimed_commit(&moment, &ta, now), schedule);
-                    pa.expected_seq = expected;
-                    let mut pb = pa.clone();
-                    pb.claim_token = tb.clone();
-                    batch.push(BatchedCommit {
-                        scope: scope(s),
-                        proposal: pa,
-                        events: moment.events.clone(),
-                    });
-                    singles.push((scope(s), pb, moment.events));
+                    pair.push(scope(s), moment, expected, schedule, &tokens, now);
                 }
-                let a = sut.commit_claimed_batch(batch).await;
-                let mut b = Vec::with_capacity(2);
-                for (s, proposal, events) in singles {
-                    b.push(model.commit_claimed(&s, proposal, events).await);
-                }
-                same_members("commit_claimed_batch (a chain)", &a, &b)
+                pair.compare("commit_claimed_batch (a chain)", sut, model)
+                    .await
             }
             Op::Signal {
                 run,
