@@ -239,11 +239,7 @@ impl RedisStore {
                 .collect();
             let replies = self.run_batch(script, calls).await;
             for (fold, reply) in folds.iter().zip(replies) {
-                let decided = match &reply {
-                    Ok(_) | Err(StoreError::Ambiguous { .. }) => true,
-                    Err(_) => !fold.is_folded(),
-                };
-                if !decided {
+                if !fold.decides(&reply) {
                     continue;
                 }
                 for &index in &fold.members {

@@ -186,14 +186,7 @@ impl Lifecycle {
         let span = transition_span("moment", &moment.run.id);
         let record = span.clone();
         let result = async move {
-            let proposal = ClaimedCommit {
-                run: moment.run.clone(),
-                expected_seq,
-                claim_token: token.clone(),
-                checkpoint_type: moment.checkpoint_type,
-                schedule: moment.disposition.claimed_schedule(),
-                now,
-            };
+            let proposal = claimed_proposal(&moment, expected_seq, token, now);
             let run = match store_operation(
                 "transition_commit_claimed",
                 store.commit_claimed(scope, proposal, moment.events.clone()),
@@ -264,14 +257,7 @@ impl Lifecycle {
                 .map(|moment| {
                     let member = BatchedCommit {
                         scope: scope.clone(),
-                        proposal: ClaimedCommit {
-                            run: moment.run.clone(),
-                            expected_seq: seq,
-                            claim_token: token.clone(),
-                            checkpoint_type: moment.checkpoint_type,
-                            schedule: moment.disposition.claimed_schedule(),
-                            now,
-                        },
+                        proposal: claimed_proposal(moment, seq, token, now),
                         events: moment.events.clone(),
                     };
                     seq = moment.run.checkpoint_seq;
@@ -416,6 +402,24 @@ impl Lifecycle {
             },
         );
         result
+    }
+}
+
+/// The claimed commit of a holder's `moment` built on `expected_seq`, with the schedule of the
+/// claimed mapping.
+fn claimed_proposal(
+    moment: &Moment,
+    expected_seq: u64,
+    token: &ClaimToken,
+    now: Timestamp,
+) -> ClaimedCommit {
+    ClaimedCommit {
+        run: moment.run.clone(),
+        expected_seq,
+        claim_token: token.clone(),
+        checkpoint_type: moment.checkpoint_type,
+        schedule: moment.disposition.claimed_schedule(),
+        now,
     }
 }
 

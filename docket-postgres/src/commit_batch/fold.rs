@@ -72,12 +72,7 @@ fn settle(
     members: &mut Members,
     outcomes: &mut [Option<Result<Run, StoreError>>],
 ) {
-    let decided = match &outcome {
-        Ok(_) | Err(StoreError::Ambiguous { .. }) => true,
-        // Not written: exact for a member that stands alone, not for a folded pair.
-        Err(_) => !fold.is_folded(),
-    };
-    if !decided {
+    if !fold.decides(&outcome) {
         return;
     }
     for &index in &fold.members {

@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 
 use crate::model::Scope;
+use crate::store::StoreError;
 
 use super::transition::Commit;
 
@@ -37,6 +38,18 @@ impl FoldedCommit {
     #[must_use]
     pub fn is_folded(&self) -> bool {
         self.members.len() > 1
+    }
+
+    /// Whether the store's `outcome` for this commit answers its members: a landing or an
+    /// unknown outcome does (each member landed, or each is `Ambiguous`), and so does any
+    /// outcome of a commit standing for one member. A folded commit that was refused does
+    /// not: its members must be committed again unfolded, one after the other.
+    #[must_use]
+    pub fn decides<T>(&self, outcome: &Result<T, StoreError>) -> bool {
+        match outcome {
+            Ok(_) | Err(StoreError::Ambiguous { .. }) => true,
+            Err(_) => !self.is_folded(),
+        }
     }
 }
 
