@@ -98,7 +98,7 @@ fn preference_code(preference: Option<ClaimClass>) -> Option<i32> {
 }
 
 impl PostgresStore {
-    fn claim_query<'q>(&'q self, sql: &'q str, policy: &ClaimRequest) -> Statement<'q> {
+    pub(crate) fn claim_query<'q>(&'q self, sql: &'q str, policy: &ClaimRequest) -> Statement<'q> {
         self.q(sql)
             .bind(policy.now.as_micros())
             .bind(expiry_cutoff(policy))
@@ -107,16 +107,22 @@ impl PostgresStore {
             .bind(preference_code(policy.preference))
     }
 
+    /// The claim statement of `policy`: the oldest-first statement, or the call of the fair
+    /// claim function.
+    pub(crate) fn claim_sql(&self, policy: &ClaimRequest) -> &str {
+        if policy.policy == ClaimPolicy::TenantFair {
+            &self.sql().claim_fair
+        } else {
+            &self.sql().claim_due
+        }
+    }
+
     pub(crate) async fn do_claim_due(
         &self,
         policy: &ClaimRequest,
     ) -> Result<ClaimBatch, StoreError> {
         let fair = policy.policy == ClaimPolicy::TenantFair;
-        let sql = if fair {
-            &self.sql().claim_fair
-        } else {
-            &self.sql().claim_due
-        };
+        let sql = self.claim_sql(policy);
         let rows = {
             let mut conn = self.conn().await?;
             self.claim_query(sql, policy)

@@ -195,6 +195,15 @@ fn insert_events() -> String {
 /// poisoned (attempts ≥ max; the marker cleared), and returned — a lease with its run's
 /// document, so the claimer need not read it (`ClaimLease::run`).
 ///
+/// The claim's transaction commits without waiting for its WAL flush: the last condition of
+/// the `UPDATE` sets `synchronous_commit = off` for this transaction only (evaluated once,
+/// when the first chosen row reaches it; a claim that chooses nothing writes nothing to
+/// flush). A claim need not survive a crash to be safe — a lost claim fences its holder out
+/// at the holder's next write, as a steal does, and the run is claimed again — and WAL is
+/// flushed in order, so any durable write of the holder flushes its claim first. The fair
+/// claim function commits the same way. Waiting would put the disk's flush, and its
+/// stalls, between a due run and the worker that starts it.
+///
 /// `$1` now, `$2` expiry cutoff (claimed_at < cutoff), `$3` limit, `$4` max attempts,
 /// `$5` preferred class (0 ready, 1 expired, NULL none).
 const CLAIM_DUE: &str = "WITH ready AS (
@@ -240,6 +249,7 @@ const CLAIM_DUE: &str = "WITH ready AS (
     WHERE r.id = c.id AND r.status = 'running' AND r.poisoned_at IS NULL
       AND ((c.class = 0 AND r.claim_token IS NULL AND r.wake_at <= $1)
            OR (c.class = 1 AND r.claim_token IS NOT NULL AND r.claimed_at < $2))
+      AND (SELECT pg_catalog.set_config('synchronous_commit', 'off', true)) = 'off'
     RETURNING r.run_id, r.tenant_id, r.graph_id, r.graph_hash, r.checkpoint_seq,
               r.claim_token::text AS claim_token, r.claimed_at, r.claim_attempts,
               r.poisoned_at, r.poison_reason, c.class, c.eligible_at,

@@ -323,3 +323,24 @@ async fn oldest_first_and_tenant_fair_leases_carry_their_runs() {
         "joined to the fair call"
     );
 }
+
+#[tokio::test]
+async fn both_claim_policies_commit_without_waiting_for_the_wal_flush() {
+    let (store, _guard) = open().await;
+    start(&store, &OwnerScope::Tenantless, "r1", t(0)).await;
+    let mut fair = policy(t(1), 1);
+    fair.policy = docket_core::store::ClaimPolicy::TenantFair;
+    for request in [policy(t(1), 1), fair] {
+        let (claimed, setting) = testing::claim_commit_setting(&store, &request)
+            .await
+            .expect("claim in a rolled-back transaction");
+        assert_eq!(claimed, 1, "{:?}: the due run was selected", request.policy);
+        assert_eq!(
+            setting, "off",
+            "{:?}: the claim's transaction commits asynchronously",
+            request.policy
+        );
+    }
+    // Both transactions were rolled back: the run is still there to claim.
+    assert_eq!(claim_one(&store, t(2)).await.run_id, rid("r1"));
+}

@@ -14,6 +14,7 @@ use crate::codec::{
     RUN_COLUMNS, RUN_COLUMN_COUNT,
 };
 use crate::error::{commit_error, SqlResult};
+use crate::options::Synchronous;
 
 /// Runs `f` inside `BEGIN IMMEDIATE … COMMIT`: the write lock is taken before the first read, so
 /// a concurrent writer in another process can never invalidate what `f` read
@@ -30,6 +31,39 @@ pub(crate) fn immediate<T>(
     let out = f(&tx)?;
     tx.commit().map_err(commit_error)?;
     Ok(out)
+}
+
+/// Runs `f` like [`immediate`], but commits without syncing the write-ahead log to the disk
+/// even when the store syncs every commit (`configured` is [`Synchronous::Full`]): for a
+/// claim, which need not survive an OS crash or power loss. A lost claim fences its holder
+/// out at the holder's next write, exactly as a steal does, and the run is claimed again; and
+/// since the WAL is one file written in order, the holder's next synced commit syncs the
+/// claim's frames with its own, so no commit of the holder can outlive its claim. An
+/// application crash loses nothing either way (the frames are in the OS's cache). Not
+/// syncing keeps the disk's fsync — and its stalls — out of the way between a due run and
+/// the worker that starts it.
+///
+/// The configured level is restored before returning, whatever `f` answered.
+///
+/// # Errors
+/// As [`immediate`]; a pragma that cannot be set is a SQLite error mapped as any other.
+pub(crate) fn immediate_unsynced<T>(
+    conn: &mut Connection,
+    configured: Synchronous,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    if configured != Synchronous::Full {
+        return immediate(conn, f);
+    }
+    conn.pragma_update(None, "synchronous", Synchronous::Normal.as_pragma())
+        .sql()?;
+    let out = immediate(conn, f);
+    // Every other write syncs as configured. Should the restore fail (SQLite sets this
+    // pragma without any I/O), the claim's own answer is no longer the whole truth: the
+    // writer would commit unsynced from now on, so the error is what the caller hears.
+    conn.pragma_update(None, "synchronous", configured.as_pragma())
+        .sql()?;
+    out
 }
 
 /// Runs `f` inside one read transaction, so several statements see one snapshot.

@@ -25,7 +25,7 @@ use docket_core::store::{
     TenantShare, UnclaimedCommit, Wakeups,
 };
 
-use crate::sql::{immediate, snapshot};
+use crate::sql::{immediate, immediate_unsynced, snapshot};
 use crate::store::SqliteStore;
 use crate::{claims, fairness, graphs, prune, reads, transitions};
 
@@ -164,10 +164,13 @@ impl RunStore for SqliteStore {
 
     async fn claim_due(&self, policy: &ClaimRequest) -> Result<ClaimBatch, StoreError> {
         let policy = *policy;
+        let synchronous = self.inner.options.synchronous;
         let (mut batch, documents) = self
             .inner
             .workers
-            .write(move |conn| immediate(conn, |tx| claims::claim_due(tx, &policy)))
+            .write(move |conn| {
+                immediate_unsynced(conn, synchronous, |tx| claims::claim_due(tx, &policy))
+            })
             .await?;
         // Decoded here, not on the writer: the one writer serializes every write.
         claims::attach_runs(&mut batch, documents);

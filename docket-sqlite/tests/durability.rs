@@ -40,6 +40,55 @@ async fn normal_synchronous_is_an_explicit_option() {
 }
 
 #[tokio::test]
+async fn a_claim_leaves_the_writer_at_the_configured_synchronous_level() {
+    // A claim commits without syncing (`sql::immediate_unsynced`); every other write must
+    // still sync as configured, so the writer is back at its level after each claim, whether
+    // the claim leased something, found nothing or was refused.
+    for level in [Synchronous::Full, Synchronous::Normal] {
+        let fx = fx_with(SqliteOptions::default().with_synchronous(level)).await;
+        fx.start("r1", t(0)).await;
+        let leased = fx.store.claim_due(&policy(t(1), 1)).await.unwrap();
+        assert_eq!(leased.leases.len(), 1, "{level:?}");
+        let settings = fx.store.effective_settings().await.unwrap();
+        assert_eq!(
+            settings.synchronous,
+            level.pragma_code(),
+            "{level:?} after a lease"
+        );
+        let none = fx.store.claim_due(&policy(t(1), 1)).await.unwrap();
+        assert!(none.leases.is_empty(), "{level:?}");
+        let settings = fx.store.effective_settings().await.unwrap();
+        assert_eq!(
+            settings.synchronous,
+            level.pragma_code(),
+            "{level:?} after nothing"
+        );
+        // The lease still commits under its fence: the claim landed.
+        let lease = &leased.leases[0];
+        let run = fx
+            .store
+            .fetch_run(&Scope::System, &lease.run_id)
+            .await
+            .unwrap();
+        let (next, events) = advance(&run, RunStatus::Running, t(2));
+        fx.store
+            .commit_claimed(
+                &Scope::System,
+                claimed(
+                    next,
+                    run.checkpoint_seq,
+                    &lease.claim_token,
+                    ClaimedSchedule::RetainClaim,
+                    t(2),
+                ),
+                events,
+            )
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
 async fn the_url_form_opens_the_named_file_with_its_options() {
     let guard = SqliteGuard::new().unwrap();
     let url = format!(

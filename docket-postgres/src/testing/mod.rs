@@ -101,6 +101,41 @@ async fn dump_tables(store: &PostgresStore, tables: &[String]) -> Result<String,
     Ok(out)
 }
 
+/// Runs `claim_due` under `policy` inside a transaction that starts with
+/// `synchronous_commit = on` and is rolled back afterwards (nothing stays claimed), and
+/// returns how many runs the claim selected and the `synchronous_commit` in force after it:
+/// the setting the claim's own commit would have used. A claim commits without waiting for
+/// its WAL flush (`off`); the setting is transaction-local, so nothing else of the session
+/// changes.
+///
+/// # Errors
+/// Driver errors.
+pub async fn claim_commit_setting(
+    store: &PostgresStore,
+    policy: &docket_core::store::ClaimRequest,
+) -> Result<(usize, String), StoreError> {
+    let mut conn = store.conn().await?;
+    let mut tx = store.begin(&mut conn).await?;
+    sqlx::raw_sql("SET LOCAL synchronous_commit = on")
+        .execute(&mut *tx)
+        .await
+        .map_err(error::safe)?;
+    let claimed = store
+        .claim_query(store.claim_sql(policy), policy)
+        .fetch_all(&mut tx)
+        .await
+        .map_err(error::safe)?
+        .len();
+    let setting: String = store
+        .q("SELECT current_setting('synchronous_commit')")
+        .fetch_one(&mut tx)
+        .await
+        .and_then(|row| row.try_get(0))
+        .map_err(error::safe)?;
+    tx.rollback().await.map_err(error::safe)?;
+    Ok((claimed, setting))
+}
+
 /// Overwrites a run's stored document with bytes that are not JSON.
 ///
 /// # Errors
