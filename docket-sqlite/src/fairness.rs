@@ -14,7 +14,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use docket_core::model::{RunId, TenantId, Timestamp};
 use docket_core::store::rules::claim_order::Candidate;
-use docket_core::store::rules::tenant_fair::{rank_ready, FairContext, OwnedCandidate};
+use docket_core::store::rules::tenant_fair::{self, rank_ready, FairContext, OwnedCandidate};
 use docket_core::store::{ClaimClass, ClaimCursor, StoreError, TenantShare};
 
 use crate::codec::OpsRow;
@@ -83,18 +83,23 @@ pub(crate) fn load(conn: &Connection) -> Result<FairState, StoreError> {
 }
 
 /// The ready candidates a fair pass can select, read in two steps so that only they are
-/// decoded. First the light heads: the first `limit` due ready runs of every owner that has
-/// one, in `(wake_at, run_id)` order per owner, as `(owner key, wake_at, run_id)` straight from
-/// the owner-keyed ready index (it covers them, so no row is read). No owner can contribute
-/// more than `limit` runs to one selection, so these hold every candidate the fair rank can
-/// pick. Owners are walked one seek at a time, so a large backlog of one owner is never
+/// decoded. First the light heads: the first `limit` due ready runs of an owner, in
+/// `(wake_at, run_id)` order, as `(owner key, wake_at, run_id)` straight from the
+/// owner-keyed ready index (it covers them, so no row is read). No owner can contribute more
+/// than `limit` runs to one selection. The owners are read in ring order — the cursor's
+/// owner, then the keys after it, then from the first key up to the cursor's — and the walk
+/// stops once the first round of the rank holds `limit` candidates
+/// (`rules::tenant_fair::first_round`): every candidate the pass can select has been read by
+/// then, so a limit-1 claim reads the cursor's owner and the next owner with a due run, not
+/// every owner. Owners are found one seek at a time, so a large backlog of one owner is never
 /// scanned: the seek to the next owner asks for any entry of the index, due or not (one
 /// asking for a due one would read, entry by entry, every run of an owner whose runs all wake
 /// later — scheduled, backing off — before reaching the next owner), and the heads query of
-/// an owner with nothing due returns nothing. Then `rules::tenant_fair::rank_ready` orders them under `state` and only the first
-/// `limit` in that order are loaded whole: the pass selects at most `limit` ready runs, always
-/// the first in rank, so the rest could never be chosen (the pass ranks the loaded rows again
-/// under the same state, so it still decides the order itself).
+/// an owner with nothing due returns nothing. Then `rules::tenant_fair::rank_ready` orders
+/// them under `state` and only the first `limit` in that order are loaded whole: the pass
+/// selects at most `limit` ready runs, always the first in rank, so the rest could never be
+/// chosen (the pass ranks the loaded rows again under the same state, so it still decides
+/// the order itself).
 ///
 /// # Errors
 /// Infrastructure, or `Corrupt` for an undecodable row.
@@ -120,10 +125,18 @@ pub(crate) fn ready_candidates(
              ORDER BY wake_at, run_id LIMIT ?3",
         )
         .sql()?;
+    let wanted = usize::try_from(limit).unwrap_or(usize::MAX);
+    let context = state.context();
+    let cursor = state.cursor.as_ref().map(|c| c.scope_key.as_str());
     let mut light = Vec::new();
-    // Tenantless runs have the empty key, which no `>` comparison reaches: ask for it first.
-    let mut owner = Some(String::new());
-    while let Some(key) = owner.take() {
+    let mut first_round = 0usize;
+    // The ring: from the cursor's owner (else the first key: the tenantless runs' empty one,
+    // which no `>` comparison reaches) to the last key, then — after a cursor past the first
+    // key — from the first key to just before the cursor's.
+    let mut key = cursor.unwrap_or_default().to_owned();
+    let mut wrapped = false;
+    loop {
+        let before = light.len();
         let rows = heads
             .query_map(params![now.as_micros(), key, i64::from(limit)], |row| {
                 Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
@@ -140,14 +153,30 @@ pub(crate) fn ready_candidates(
                 },
             });
         }
-        owner = next_owner
+        first_round = first_round.saturating_add(tenant_fair::first_round(
+            &key,
+            light.len() - before,
+            &context,
+        ));
+        if first_round >= wanted {
+            break;
+        }
+        let next: Option<String> = next_owner
             .query_row(params![key], |row| row.get(0))
             .optional()
             .sql()?;
+        key = match (next, cursor) {
+            (Some(next), Some(at)) if wrapped && next.as_str() >= at => break,
+            (Some(next), _) => next,
+            (None, Some(at)) if !wrapped && !at.is_empty() => {
+                wrapped = true;
+                String::new()
+            }
+            (None, _) => break,
+        };
     }
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut out = Vec::new();
-    for ranked in rank_ready(light, &state.context()).into_iter().take(limit) {
+    for ranked in rank_ready(light, &context).into_iter().take(wanted) {
         let run_id =
             RunId::new(ranked.candidate.key).map_err(|e| StoreError::corrupt("ready run id", e))?;
         // Read in the same write transaction as the heads, so the row is still there as read.

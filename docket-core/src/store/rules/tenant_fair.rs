@@ -88,6 +88,36 @@ fn rotation(scope_key: &str, cursor: Option<&ClaimCursor>) -> u8 {
     }
 }
 
+/// How many ready candidates `owner` may be served now: its cap less the runs it holds
+/// claimed (every one without a cap).
+fn offered(owner: &str, share: TenantShare, ctx: &FairContext<'_>) -> usize {
+    share.cap.map_or(usize::MAX, |cap| {
+        let held = ctx.claimed.get(owner).copied().unwrap_or(0);
+        usize::try_from(cap.get().saturating_sub(held)).unwrap_or(usize::MAX)
+    })
+}
+
+/// How many of an owner's first `available` ready candidates [`rank_ready`] places in the
+/// first round (rank `(0, …)`): what its weight leaves of that round — all of it, or for the
+/// cursor's owner what the cursor has not taken yet — within what its cap offers.
+///
+/// Rounds come first in the rank, and the first round visits the owners in ring order (the
+/// cursor's owner, then the keys after it, then the keys before it). So a store that reads
+/// the owners' heads in ring order and has met owners whose first-round counts add up to
+/// `limit` has read every candidate among the first `limit` in rank: it may stop there, and
+/// [`rank_ready`] of what it read begins with the same `limit` candidates as of everything.
+#[must_use]
+pub fn first_round(owner: &str, available: usize, ctx: &FairContext<'_>) -> usize {
+    let share = ctx.shares.get(owner).copied().unwrap_or_default();
+    let weight = u64::from(share.weight.get());
+    let taken = ctx
+        .cursor
+        .filter(|c| c.scope_key == owner)
+        .map_or(0, |c| u64::from(c.taken).min(weight));
+    let left = usize::try_from(weight - taken).unwrap_or(usize::MAX);
+    available.min(left).min(offered(owner, share, ctx))
+}
+
 /// Orders the ready candidates by fair rank, dropping those beyond an owner's cap.
 #[must_use]
 pub fn rank_ready<K: Ord + Clone>(
@@ -106,10 +136,7 @@ pub fn rank_ready<K: Ord + Clone>(
         candidates.sort_by(|a, b| (a.eligible_at, &a.key).cmp(&(b.eligible_at, &b.key)));
         let share = ctx.shares.get(&owner).copied().unwrap_or_default();
         let weight = u64::from(share.weight.get());
-        let offered = share.cap.map_or(usize::MAX, |cap| {
-            let held = ctx.claimed.get(&owner).copied().unwrap_or(0);
-            usize::try_from(cap.get().saturating_sub(held)).unwrap_or(usize::MAX)
-        });
+        let offered = offered(&owner, share, ctx);
         let cursor = ctx.cursor.filter(|c| c.scope_key == owner);
         let offset = cursor.map_or(0, |c| u64::from(c.taken).min(weight));
         let turn = rotation(&owner, ctx.cursor);
