@@ -43,7 +43,9 @@ pub(crate) fn immediate<T>(
 /// syncing keeps the disk's fsync — and its stalls — out of the way between a due run and
 /// the worker that starts it.
 ///
-/// The configured level is restored before returning, whatever `f` answered.
+/// The configured level is restored before returning, whatever `f` answered — also when it
+/// panics (the writer thread survives a panicking job and must not go on committing
+/// unsynced).
 ///
 /// # Errors
 /// As [`immediate`]; a pragma that cannot be set is a SQLite error mapped as any other.
@@ -57,13 +59,17 @@ pub(crate) fn immediate_unsynced<T>(
     }
     conn.pragma_update(None, "synchronous", Synchronous::Normal.as_pragma())
         .sql()?;
-    let out = immediate(conn, f);
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| immediate(conn, f)));
     // Every other write syncs as configured. Should the restore fail (SQLite sets this
     // pragma without any I/O), the claim's own answer is no longer the whole truth: the
     // writer would commit unsynced from now on, so the error is what the caller hears.
-    conn.pragma_update(None, "synchronous", configured.as_pragma())
-        .sql()?;
-    out
+    let restored = conn
+        .pragma_update(None, "synchronous", configured.as_pragma())
+        .sql();
+    match out {
+        Ok(out) => restored.and(out),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 /// Runs `f` inside one read transaction, so several statements see one snapshot.
