@@ -147,14 +147,21 @@ impl PostgresStore {
     }
 
     /// The query plan PostgreSQL would use for `claim_due` under `policy` (`EXPLAIN`, not
-    /// executed), one line per plan node. Used to prove the claim reads the partial indexes.
+    /// executed), one line per plan node. Used to prove the claim reads the partial indexes
+    /// (`Oldest`) and reads each claimed document by its run id (`TenantFair`, whose
+    /// selection runs inside the claim function, which `EXPLAIN` does not open).
     ///
     /// # Errors
     /// Infrastructure errors.
     pub async fn explain_claim(&self, policy: &ClaimRequest) -> Result<String, StoreError> {
         let mut conn = self.conn().await?;
+        let explain = if policy.policy == ClaimPolicy::TenantFair {
+            &self.sql().explain_claim_fair
+        } else {
+            &self.sql().explain_claim_due
+        };
         let rows = self
-            .claim_query(&self.sql().explain_claim_due, policy)
+            .claim_query(explain, policy)
             .fetch_all(&mut conn)
             .await
             .map_err(error::safe)?;
@@ -194,7 +201,7 @@ impl PostgresStore {
         let prepared = sqlx::raw_sql(&format!(
             "SET LOCAL plan_cache_mode = force_generic_plan;
              PREPARE {NAME}(bigint, bigint, bigint, bigint, integer) AS {}",
-            self.sql().claim_due
+            self.claim_sql(policy)
         ))
         .execute(&mut *tx)
         .await;
