@@ -30,7 +30,7 @@ use crate::store::PostgresStore;
 ///
 /// The document is a subquery per returned row, not a join: PostgreSQL estimates any
 /// set-returning function at 1,000 rows, so for a join it weighed 1,000 run-id probes
-/// against hashing the whole table, and below roughly 75,000 rows it chose the hash — every
+/// against hashing the whole table, and below roughly 70,000 rows (as it estimated them) it chose the hash — every
 /// fair claim read every run (measured: 35–50 ms a claim on a 13,000-run store, 0.03× of the
 /// oldest-first rate). A subquery is always a run-id probe per row, whatever the estimates
 /// (`tests/plan.rs` checks both plans at several sizes).

@@ -81,7 +81,7 @@ async fn with_twenty_thousand_runs_the_claim_plan_uses_the_partial_indexes() {
 /// A tenant-fair claim reads each leased run's document with a run-id probe, never by
 /// hashing the table: PostgreSQL estimates the claim function's rows at 1,000 whatever the
 /// limit, and a join of those rows to `runs` was planned as a hash of the whole table below
-/// about 75,000 rows — a sequential read of every run on every claim. Checked on an empty
+/// roughly 70,000 rows — a sequential read of every run on every claim. Checked on an empty
 /// store, at 20,000 runs never analyzed, and after `ANALYZE`; the custom plan and the generic
 /// one each time.
 #[tokio::test]
