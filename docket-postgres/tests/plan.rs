@@ -1,6 +1,8 @@
 //! The claim statement reads the partial indexes, not the table, at realistic sizes; a
 //! batch of claimed commits finds its runs through the run-id index however small the table
-//! was when its plan was made.
+//! was when its plan was made; a tenant-fair claim reads its documents by run id at any size;
+//! and no statement of a worker's round starts a sequential scan of `runs` once the store has
+//! grown past the size its plans were made at.
 
 mod common;
 
@@ -8,7 +10,10 @@ use std::time::Instant;
 
 use common::*;
 use docket_core::model::{GraphRef, OwnerScope, Run, RunStatus, Scope};
-use docket_core::store::{BatchedCommit, ClaimLease, ClaimPolicy, ClaimedSchedule, RunStore};
+use docket_core::store::{
+    AbandonMode, AbandonPolicy, BatchedCommit, ClaimLease, ClaimPolicy, ClaimedSchedule,
+    ReleaseWake, RunStore,
+};
 use docket_postgres::testing;
 use docket_postgres::PostgresStore;
 
@@ -286,4 +291,131 @@ async fn a_commit_batch_planned_on_a_small_table_still_uses_the_index_once_it_ha
         after.seq_scans, before.seq_scans,
         "the batch sent after the table grew scanned it: {before:?} → {after:?}"
     );
+}
+
+/// A worker's statements keep reaching `runs` through its indexes after the store grows:
+/// every statement of a worker's round (start, both claim orders at limits 1 and 10, claimed
+/// commits that keep and that end the claim, release, abandon, reading the run) is run more
+/// often than PostgreSQL plans custom before it may settle on a generic plan, while the table
+/// holds a few rows; then the table grows to 20,000 runs without an `ANALYZE` (nothing
+/// re-plans), and the same round run twice more must not start a single sequential scan of
+/// `runs`. The fair claim's old join to the table (a hash of every run) fails this.
+#[tokio::test]
+async fn a_workers_statements_planned_on_a_small_store_never_scan_it_once_it_has_grown() {
+    // One connection: every statement's cached plan is on it, and its counters flush.
+    let (store, guard) = testing::PostgresHarness::new()
+        .pool_size(1)
+        .open_store()
+        .await
+        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
+    let mut updates = 0;
+    for round in 0..8 {
+        updates += worker_round(&store, round).await;
+    }
+    let graph = save_graph(&store, &OwnerScope::Tenantless).await;
+    // Due, claimed and scheduled runs of the bulk all lie a day past the rounds' clock, so the
+    // rounds' claims still take only their own runs.
+    insert_runs(&store, guard.schema(), &graph, t(86_400_000).as_micros()).await;
+    let before = runs_counters(&store, guard.schema(), updates).await;
+    for round in 8..10 {
+        updates += worker_round(&store, round).await;
+    }
+    let after = runs_counters(&store, guard.schema(), updates).await;
+    assert_eq!(after.updates, updates, "{after:?}");
+    assert_eq!(
+        after.seq_scans, before.seq_scans,
+        "a statement sent after the table grew scanned it: {before:?} → {after:?}"
+    );
+}
+
+/// One round of a worker's statements over three new runs (tenantless, and two tenants'),
+/// at a clock of its own; returns the rows of `runs` it updated.
+async fn worker_round(store: &PostgresStore, round: i64) -> i64 {
+    let base = round * 1_000;
+    let mut runs = std::collections::HashMap::new();
+    for (owner, id) in [
+        (OwnerScope::Tenantless, format!("o{round}")),
+        (tenant("acme"), format!("a{round}")),
+        (tenant("bolt"), format!("b{round}")),
+    ] {
+        let run = start(store, &owner, &id, t(base)).await;
+        runs.insert(run.id.clone(), run);
+    }
+    let mut updates = 0;
+    let fair = |now: i64, limit: u32| {
+        let mut request = policy(t(now), limit);
+        request.policy = ClaimPolicy::TenantFair;
+        request
+    };
+    // Oldest first, one run: a commit that keeps the claim, then one that ends the run.
+    let lease = claim_one(store, t(base + 1)).await;
+    let run = runs.remove(&lease.run_id).expect("one of the round's runs");
+    let kept = commit_moment(
+        store,
+        &lease.claim_token,
+        &run,
+        next(&run, t(base + 2)),
+        ClaimedSchedule::RetainClaim,
+        t(base + 2),
+    )
+    .await;
+    commit_moment(
+        store,
+        &lease.claim_token,
+        &kept,
+        done(&kept, t(base + 3)),
+        ClaimedSchedule::Release(ReleaseWake::Terminal),
+        t(base + 3),
+    )
+    .await;
+    updates += 3;
+    // Tenant-fair, ten: the other two, released again.
+    let batch = store.claim_due(&fair(base + 4, 10)).await.expect("claim");
+    assert_eq!(batch.leases.len(), 2, "{batch:?}");
+    for lease in &batch.leases {
+        store
+            .release_claim(&lease.run_id, &lease.claim_token, t(base + 5))
+            .await
+            .expect("release");
+    }
+    updates += 4;
+    // Tenant-fair, one: abandoned until a moment later.
+    let lease = store
+        .claim_due(&fair(base + 6, 1))
+        .await
+        .expect("claim")
+        .leases
+        .pop()
+        .expect("a lease");
+    let abandon = AbandonPolicy {
+        expected_seq: runs[&lease.run_id].checkpoint_seq,
+        now: t(base + 6),
+        retry_at: t(base + 7),
+        max_claim_abandons: std::num::NonZeroU32::new(5).expect("max"),
+        mode: AbandonMode::Poisoning,
+    };
+    store
+        .abandon_claim(&lease.run_id, &lease.claim_token, &abandon)
+        .await
+        .expect("abandon");
+    updates += 2;
+    // Tenant-fair, ten: both, each read back and ended.
+    let batch = store.claim_due(&fair(base + 8, 10)).await.expect("claim");
+    assert_eq!(batch.leases.len(), 2, "{batch:?}");
+    for lease in &batch.leases {
+        let run = store
+            .fetch_run(&SYSTEM, &lease.run_id)
+            .await
+            .expect("fetch");
+        commit_moment(
+            store,
+            &lease.claim_token,
+            &run,
+            done(&run, t(base + 9)),
+            ClaimedSchedule::Release(ReleaseWake::Terminal),
+            t(base + 9),
+        )
+        .await;
+    }
+    updates + 4
 }
