@@ -20,7 +20,7 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 10;
+pub const LATEST_VERSION: i32 = 11;
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -72,6 +72,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 10,
         description: "commits that keep their claim touch no index (HOT updates)",
         sql: include_str!("sql/v10.sql"),
+    },
+    Migration {
+        version: 11,
+        description: "the tenant-fair claim plans no sequential scan, whatever the table's size",
+        sql: include_str!("sql/v11.sql"),
     },
 ];
 

@@ -224,8 +224,8 @@ mod tests {
         };
         assert_eq!(
             prefix,
-            "SET LOCAL synchronous_commit = E'off'; SET LOCAL lock_timeout = E'250'; \
-             SET LOCAL statement_timeout = E'30000'; "
+            "SET LOCAL synchronous_commit = E'off'; SET LOCAL jit = E'off'; \
+             SET LOCAL lock_timeout = E'250'; SET LOCAL statement_timeout = E'30000'; "
         );
         assert_eq!(route.connect.get_options(), None, "no startup options");
         assert_eq!(route.connect.get_host(), "pooler");
@@ -250,7 +250,7 @@ mod tests {
         // The default statement timeout is a session setting like any other.
         assert_eq!(
             route.connect.get_options(),
-            Some("-c lock_timeout=250 -c statement_timeout=30000")
+            Some("-c jit=off -c lock_timeout=250 -c statement_timeout=30000")
         );
         assert_eq!(route.protocol.begin_statement(), None);
         assert_eq!(
@@ -286,7 +286,8 @@ mod tests {
         };
         assert_eq!(
             prefix,
-            "SET LOCAL application.tag = E'it''s here'; SET LOCAL statement_timeout = E'30000'; "
+            "SET LOCAL application.tag = E'it''s here'; SET LOCAL jit = E'off'; \
+             SET LOCAL statement_timeout = E'30000'; "
         );
     }
 }

@@ -140,6 +140,27 @@ async fn a_server_that_accepts_and_never_answers_fails_the_connect_within_its_ti
     listener.abort();
 }
 
+/// Docket's sessions never JIT-compile a statement, whatever the server's `jit` (on by
+/// default where PostgreSQL is built with LLVM): see `PostgresOptions::session_settings`.
+#[tokio::test]
+async fn sessions_run_without_jit_compilation() {
+    let schema = testing::fresh_schema_name();
+    let base = format!("{}?schema={schema}", test_url());
+    let store = PostgresStore::connect(&base).await.expect("connect");
+    let (server, session): (String, String) = sqlx::query_as(
+        "SELECT (SELECT boot_val FROM pg_settings WHERE name = 'jit'), current_setting('jit')",
+    )
+    .fetch_one(testing::pool(&store))
+    .await
+    .expect("show");
+    assert_eq!(
+        server, "on",
+        "the server's built-in default, which Docket overrides"
+    );
+    assert_eq!(session, "off");
+    PostgresStore::drop_schema(&base).await.expect("drop");
+}
+
 #[tokio::test]
 async fn sessions_get_a_statement_timeout_by_default_and_from_the_url() {
     let schema = testing::fresh_schema_name();
