@@ -1,7 +1,8 @@
 //! The operation registry on PostgreSQL beyond the conformance suite: every write is one round
 //! trip (directly and behind a transaction pooler, counted by a proxy), an ending wakes the
-//! registry's subscribers through LISTEN/NOTIFY, and the `ops_retention` URL option reaches the
-//! store.
+//! registry's subscribers through LISTEN/NOTIFY, the `ops_retention` URL option reaches the
+//! store, and no registry statement scans its table once the registry has grown past the size
+//! its plans were made at.
 
 mod common;
 
@@ -10,8 +11,8 @@ use std::time::Duration;
 use common::proxy::Proxy;
 use common::*;
 use docket_core::ops::{
-    OperationId, OperationKind, OperationResult, OperationSpec, OperationStatus, OpsError,
-    OpsLifecycleRegistry, SessionId,
+    OperationId, OperationKind, OperationQuery, OperationResult, OperationSpec, OperationStatus,
+    OpsError, OpsLifecycleRegistry, SessionId,
 };
 use docket_postgres::testing::test_url;
 use docket_postgres::{Pooler, PostgresOptions, PostgresStore};
@@ -246,5 +247,116 @@ async fn the_ops_retention_url_option_bounds_the_terminal_records_of_an_owner() 
             .expect("read")
             .expect("the two newest are kept");
         assert_eq!(kept.completion_seq.map(|s| s.get()), Some(n as u64));
+    }
+}
+
+/// The registry's statements keep reaching their rows through the keys after the tables
+/// grow: eight owners' lives (register, start, progress, complete, cancel, list, collect,
+/// read) on a store whose registry tables hold a few rows — more calls of each statement than
+/// PostgreSQL plans custom before it may settle on a generic plan — then 20,000 operations of
+/// another owner written straight in (no `ANALYZE`, so nothing re-plans), and two more lives
+/// must not start a sequential scan of either table.
+#[tokio::test]
+async fn registry_writes_planned_on_a_small_store_never_scan_it_once_it_has_grown() {
+    // One connection: every cached plan is on it, and its counters flush from it.
+    let (store, guard) = docket_postgres::testing::PostgresHarness::new()
+        .pool_size(1)
+        .open_store()
+        .await
+        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
+    for n in 0..8 {
+        registry_life(&store, n + 1).await;
+    }
+    let pool = docket_postgres::testing::pool(&store);
+    sqlx::raw_sql(&format!(
+        "INSERT INTO {s}.ops_owners (owner_id, retired, next_completion_seq)
+             VALUES ('00000000-0000-0000-0000-00000000ffff', false, 1);
+         INSERT INTO {s}.ops_operations (owner_id, op_id, kind, display_name, source_label,
+             status, progress_count, created_at, started_at)
+         SELECT '00000000-0000-0000-0000-00000000ffff', gen_random_uuid(), 'filler',
+                'filler ' || i, '', 'running', 0, 0, 0
+         FROM generate_series(1, 20000) AS i",
+        s = guard.schema()
+    ))
+    .execute(pool)
+    .await
+    .expect("grow the registry");
+    let before = registry_seq_scans(&store, guard.schema(), 8 * 2 + 20_000).await;
+    for n in 8..10 {
+        registry_life(&store, n + 1).await;
+    }
+    let after = registry_seq_scans(&store, guard.schema(), 10 * 2 + 20_000).await;
+    assert_eq!(
+        after, before,
+        "a registry statement sent after the tables grew scanned one (ops_owners, \
+         ops_operations)"
+    );
+}
+
+/// One owner's operations from registration to collection.
+async fn registry_life(store: &PostgresStore, n: u128) {
+    let who = owner(n);
+    let (a, b) = (op(1), op(2));
+    store
+        .register_operation(&who, &a, None, t(0))
+        .await
+        .expect("register");
+    store
+        .register_operation(&who, &b, None, t(0))
+        .await
+        .expect("register");
+    store
+        .provisioning_succeeded(&who, &a.id, t(1))
+        .await
+        .expect("start");
+    store
+        .report_progress(&who, &a.id, t(2))
+        .await
+        .expect("progress");
+    store
+        .complete_operation(&who, &a.id, OperationResult::new("done"), t(3))
+        .await
+        .expect("complete");
+    store
+        .cancel_operation(&who, &b.id, Some("no longer wanted".into()), t(4))
+        .await
+        .expect("cancel");
+    let read = store.operation_snapshot(&who, &a.id).await.expect("read");
+    assert_eq!(read.map(|s| s.status), Some(OperationStatus::Completed));
+    store
+        .list_operations(&who, &OperationQuery::first(10))
+        .await
+        .expect("list");
+    store.collect_completed(&who).await.expect("collect");
+}
+
+/// The server's sequential scans of `ops_owners` and `ops_operations`, once its counters show
+/// `inserted` operations (the connection is asked to publish them, as `runs_counters` does).
+async fn registry_seq_scans(store: &PostgresStore, schema: &str, inserted: i64) -> (i64, i64) {
+    let pool = docket_postgres::testing::pool(store);
+    sqlx::query("SELECT pg_stat_force_next_flush()")
+        .execute(pool)
+        .await
+        .expect("flush the connection's counters");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (owners, operations, seen): (i64, i64, i64) = sqlx::query_as(
+            "SELECT sum(seq_scan) FILTER (WHERE relname = 'ops_owners')::bigint,
+                    sum(seq_scan) FILTER (WHERE relname = 'ops_operations')::bigint,
+                    sum(n_tup_ins) FILTER (WHERE relname = 'ops_operations')::bigint
+             FROM pg_stat_user_tables WHERE schemaname = $1",
+        )
+        .bind(schema)
+        .fetch_one(pool)
+        .await
+        .expect("the tables' counters");
+        if seen >= inserted {
+            return (owners, operations);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server counted {seen} inserted operations, expected {inserted}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
