@@ -30,9 +30,9 @@ use crate::store::PostgresStore;
 ///
 /// The document is a subquery per returned row, not a join: PostgreSQL estimates any
 /// set-returning function at 1,000 rows, so for a join it weighed 1,000 run-id probes
-/// against hashing the whole table, and below roughly 70,000 rows (as it estimated them) it chose the hash — every
-/// fair claim read every run (measured: 35–50 ms a claim on a 13,000-run store, 0.03× of the
-/// oldest-first rate). A subquery is always a run-id probe per row, whatever the estimates
+/// against hashing the whole table, and below roughly 70,000 rows (as it estimated them) it
+/// chose the hash — every fair claim read every run (measured: 35–50 ms a claim on a
+/// 13,000-run store, 0.03× of the oldest-first rate). A subquery is always a run-id probe per row, whatever the estimates
 /// (`tests/plan.rs` checks both plans at several sizes).
 ///
 /// The subquery reads `runs` under this statement's snapshot, taken before the function ran:
@@ -53,6 +53,7 @@ pub(crate) const CLAIM_FAIR: &str = "SELECT f.out_run_id AS run_id,
          WHERE r.run_id = f.out_run_id AND f.out_poisoned_at IS NULL) AS document
     FROM {s}.docket_claim_fair($1, $2, $3, $4, $5) AS f";
 
+/// Stores one tenant's share, replacing an earlier one: `$1` tenant id, `$2` weight, `$3` cap.
 pub(crate) const SET_TENANT_SHARE: &str =
     "INSERT INTO {s}.tenant_shares AS t (tenant_id, weight, cap) VALUES ($1, $2, $3)
     ON CONFLICT (tenant_id) DO UPDATE SET weight = EXCLUDED.weight, cap = EXCLUDED.cap";
