@@ -9,7 +9,7 @@ mod common;
 use std::time::Instant;
 
 use common::*;
-use docket_core::model::{GraphRef, OwnerScope, Run, RunStatus, Scope};
+use docket_core::model::{ClaimToken, GraphRef, OwnerScope, Run, RunStatus, Scope, Timestamp};
 use docket_core::store::{
     AbandonMode, AbandonPolicy, BatchedCommit, ClaimLease, ClaimPolicy, ClaimedSchedule,
     ReleaseWake, RunStore,
@@ -359,15 +359,7 @@ async fn worker_round(store: &PostgresStore, round: i64) -> i64 {
         t(base + 2),
     )
     .await;
-    commit_moment(
-        store,
-        &lease.claim_token,
-        &kept,
-        done(&kept, t(base + 3)),
-        ClaimedSchedule::Release(ReleaseWake::Terminal),
-        t(base + 3),
-    )
-    .await;
+    end_run(store, &lease.claim_token, &kept, t(base + 3)).await;
     updates += 3;
     // Tenant-fair, ten: the other two, released again.
     let batch = store.claim_due(&fair(base + 4, 10)).await.expect("claim");
@@ -407,15 +399,20 @@ async fn worker_round(store: &PostgresStore, round: i64) -> i64 {
             .fetch_run(&SYSTEM, &lease.run_id)
             .await
             .expect("fetch");
-        commit_moment(
-            store,
-            &lease.claim_token,
-            &run,
-            done(&run, t(base + 9)),
-            ClaimedSchedule::Release(ReleaseWake::Terminal),
-            t(base + 9),
-        )
-        .await;
+        end_run(store, &lease.claim_token, &run, t(base + 9)).await;
     }
     updates + 4
+}
+
+/// Commits `run`'s last moment under `token` at `at`: done, the claim released for good.
+async fn end_run(store: &PostgresStore, token: &ClaimToken, run: &Run, at: Timestamp) {
+    commit_moment(
+        store,
+        token,
+        run,
+        done(run, at),
+        ClaimedSchedule::Release(ReleaseWake::Terminal),
+        at,
+    )
+    .await;
 }
