@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use docket_core::model::{OwnerScope, Run};
 use docket_core::store::{ClaimLease, ClaimedSchedule, ReleaseWake};
-use docket_postgres::testing::{self, PostgresHarness};
+use docket_postgres::testing;
 use docket_postgres::PostgresStore;
 
 /// `(updates, HOT updates)` of the schema's `runs` once the server shows at least `updates`.
@@ -32,11 +32,7 @@ async fn commit(
 #[tokio::test]
 async fn commits_that_keep_their_claim_are_heap_only_updates() {
     // One connection: every write below and the flush run in the same backend.
-    let (store, guard) = PostgresHarness::new()
-        .pool_size(1)
-        .open_store()
-        .await
-        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
+    let (store, guard) = open_single_connection().await;
     let mut run = start(&store, &OwnerScope::Tenantless, "r1", t(0)).await;
     let lease = claim_one(&store, t(1)).await;
     const KEPT: i64 = 20;

@@ -259,11 +259,7 @@ async fn the_ops_retention_url_option_bounds_the_terminal_records_of_an_owner() 
 #[tokio::test]
 async fn registry_writes_planned_on_a_small_store_never_scan_it_once_it_has_grown() {
     // One connection: every cached plan is on it, and its counters flush from it.
-    let (store, guard) = docket_postgres::testing::PostgresHarness::new()
-        .pool_size(1)
-        .open_store()
-        .await
-        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
+    let (store, guard) = open_single_connection().await;
     for n in 0..8 {
         registry_life(&store, n + 1).await;
     }

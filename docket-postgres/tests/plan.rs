@@ -21,11 +21,7 @@ use docket_postgres::PostgresStore;
 async fn with_twenty_thousand_runs_the_claim_plan_uses_the_partial_indexes() {
     let started = Instant::now();
     // One connection, so the two generic explains below share a session.
-    let (store, guard) = testing::PostgresHarness::new()
-        .pool_size(1)
-        .open_store()
-        .await
-        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
+    let (store, guard) = open_single_connection().await;
     let graph = save_graph(&store, &OwnerScope::Tenantless).await;
     let now = t(1_000_000).as_micros();
     let pool = testing::pool(&store);
@@ -91,11 +87,7 @@ async fn with_twenty_thousand_runs_the_claim_plan_uses_the_partial_indexes() {
 /// one each time.
 #[tokio::test]
 async fn a_fair_claim_reads_each_document_by_its_run_id_at_any_size() {
-    let (store, guard) = testing::PostgresHarness::new()
-        .pool_size(1)
-        .open_store()
-        .await
-        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
+    let (store, guard) = open_single_connection().await;
     let graph = save_graph(&store, &OwnerScope::Tenantless).await;
     let now = t(1_000_000).as_micros();
     let mut fair = with_ttl(policy(t(1_000_000), 10), 0);
@@ -254,11 +246,7 @@ async fn commit_batch(store: &PostgresStore, runs: &mut [Run], leases: &[ClaimLe
 #[tokio::test]
 async fn a_commit_batch_planned_on_a_small_table_still_uses_the_index_once_it_has_grown() {
     // One connection: the batches share one cached plan, and the counters flush from it.
-    let (store, guard) = testing::PostgresHarness::new()
-        .pool_size(1)
-        .open_store()
-        .await
-        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
+    let (store, guard) = open_single_connection().await;
     let owner = OwnerScope::Tenantless;
     // Batches of four: while the table is small, a plan for four members scans it.
     const MEMBERS: i64 = 4;
@@ -303,11 +291,7 @@ async fn a_commit_batch_planned_on_a_small_table_still_uses_the_index_once_it_ha
 #[tokio::test]
 async fn a_workers_statements_planned_on_a_small_store_never_scan_it_once_it_has_grown() {
     // One connection: every statement's cached plan is on it, and its counters flush.
-    let (store, guard) = testing::PostgresHarness::new()
-        .pool_size(1)
-        .open_store()
-        .await
-        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)");
+    let (store, guard) = open_single_connection().await;
     let mut updates = 0;
     for round in 0..8 {
         updates += worker_round(&store, round).await;

@@ -27,6 +27,17 @@ pub async fn open() -> (PostgresStore, SchemaGuard) {
         .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)")
 }
 
+/// A store in a fresh schema with one pooled connection: every statement runs in the same
+/// server session, so its cached plans are shared and the server's counters flush from it
+/// (`runs_counters`). Panics (fails the test) when the server is unreachable.
+pub async fn open_single_connection() -> (PostgresStore, SchemaGuard) {
+    PostgresHarness::new()
+        .pool_size(1)
+        .open_store()
+        .await
+        .expect("the PostgreSQL test server must be reachable (DOCKET_TEST_POSTGRES_URL)")
+}
+
 pub async fn snapshot(store: &PostgresStore) -> String {
     testing::raw_snapshot(store).await.expect("snapshot")
 }
