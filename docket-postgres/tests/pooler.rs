@@ -452,3 +452,19 @@ async fn a_kept_statement_whose_table_changed_shape_is_prepared_again() {
         run
     );
 }
+
+/// The private PgBouncer is only handed out once it is *its* process that listens: on a port
+/// something else holds (another test's PgBouncer started at the same moment), the port
+/// answers for the other one while this one exits, and that must be an error (which
+/// `PgBouncer::start` answers with another port), not a PgBouncer whose test finds its
+/// connections refused once the other test ends.
+#[test]
+fn a_private_pgbouncer_on_a_taken_port_is_an_error_not_the_other_listener() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = taken.local_addr().expect("its address").port();
+    let error = PgBouncer::start_on(port, &[]).expect_err("the port is taken");
+    assert!(
+        error.contains("exited") && error.contains("in use"),
+        "{error}"
+    );
+}

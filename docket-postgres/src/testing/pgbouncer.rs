@@ -43,6 +43,23 @@ impl PgBouncer {
     /// A test URL that cannot be parsed, a missing binary (naming the install command), or a
     /// PgBouncer that does not accept connections within 20 seconds (with its log).
     pub fn start(settings: &[(&str, &str)]) -> Result<PgBouncer, String> {
+        let mut last_error = String::new();
+        // A port found free can be taken before PgBouncer binds it: try a few.
+        for _ in 0..3 {
+            match Self::start_on(free_port()?, settings) {
+                Ok(bouncer) => return Ok(bouncer),
+                Err(e) => last_error = e,
+            }
+        }
+        Err(last_error)
+    }
+
+    /// [`PgBouncer::start`] on `port`, once: fails, with PgBouncer's log, when it cannot
+    /// listen there (the port is taken) or does not come up within 20 seconds.
+    ///
+    /// # Errors
+    /// As [`PgBouncer::start`].
+    pub fn start_on(port: u16, settings: &[(&str, &str)]) -> Result<PgBouncer, String> {
         let upstream = PgConnectOptions::from_str(&test_url())
             .map_err(|e| format!("DOCKET_TEST_POSTGRES_URL: {e}"))?;
         let binary = binary()?;
@@ -57,40 +74,32 @@ impl PgBouncer {
             uuid::Uuid::new_v4().simple()
         ));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut last_error = String::new();
-        // A port found free can be taken before PgBouncer binds it: try a few.
-        for _ in 0..3 {
-            let port = free_port()?;
-            let config = config(&dir, port, &upstream, &database, settings);
-            write(&dir.join("pgbouncer.ini"), &config)?;
-            write(&dir.join("users.txt"), &format!("\"{user}\" \"\"\n"))?;
-            let log = File::create(dir.join("pgbouncer.log"))
-                .map_err(|e| format!("cannot create the PgBouncer log: {e}"))?;
-            let mut command = Command::new(&binary);
-            if running_as_root() {
-                command.args(["-u", "postgres"]);
-            }
-            let child = command
-                .arg(dir.join("pgbouncer.ini"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-            let mut bouncer = PgBouncer {
-                child,
-                port,
-                dir: dir.clone(),
-                user: user.clone(),
-                database: database.clone(),
-            };
-            match bouncer.wait_until_listening() {
-                Ok(()) => return Ok(bouncer),
-                Err(e) => last_error = e,
-            }
+        let config = config(&dir, port, &upstream, &database, settings);
+        write(&dir.join("pgbouncer.ini"), &config)?;
+        write(&dir.join("users.txt"), &format!("\"{user}\" \"\"\n"))?;
+        let log = File::create(dir.join("pgbouncer.log"))
+            .map_err(|e| format!("cannot create the PgBouncer log: {e}"))?;
+        let mut command = Command::new(&binary);
+        if running_as_root() {
+            command.args(["-u", "postgres"]);
         }
-        let _ = std::fs::remove_dir_all(&dir);
-        Err(last_error)
+        let child = command
+            .arg(dir.join("pgbouncer.ini"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+        // Dropped on failure: the process is killed and the directory removed.
+        let mut bouncer = PgBouncer {
+            child,
+            port,
+            dir,
+            user,
+            database,
+        };
+        bouncer.wait_until_listening()?;
+        Ok(bouncer)
     }
 
     /// The port it listens on (127.0.0.1).
@@ -125,15 +134,23 @@ impl PgBouncer {
         std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default()
     }
 
+    /// Waits until *this* PgBouncer accepts connections: its own log says it is up (it has
+    /// bound its port) and the port answers. The port answering alone is not enough: a port
+    /// found free may have been taken by another PgBouncer started at the same moment (tests
+    /// run side by side), and then this one logs `cannot listen … Address already in use`
+    /// and exits while the port answers for the other — which is killed when its test ends,
+    /// refusing every connection of this one's test from then on.
     fn wait_until_listening(&mut self) -> Result<(), String> {
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         let deadline = Instant::now() + START_DEADLINE;
         loop {
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(());
-            }
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(format!("PgBouncer exited ({status}):\n{}", self.log()));
+            }
+            if self.log().contains("process up")
+                && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+            {
+                return Ok(());
             }
             if Instant::now() > deadline {
                 return Err(format!(
