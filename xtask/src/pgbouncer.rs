@@ -124,15 +124,20 @@ impl PgBouncer {
         )
     }
 
+    /// Waits until this pgbouncer's own log says it is up and its port answers: a port found
+    /// free may be taken by another process before pgbouncer binds it, and then the port
+    /// answers for that process while this pgbouncer exits.
     fn wait_until_answering(&mut self) -> Result {
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(());
-            }
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(format!("pgbouncer exited ({status}):\n{}", self.log_text()));
+            }
+            if self.log_text().contains("process up")
+                && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+            {
+                return Ok(());
             }
             if Instant::now() > deadline {
                 return Err(format!(
