@@ -74,22 +74,27 @@ impl PgBouncer {
             uuid::Uuid::new_v4().simple()
         ));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let config = config(&dir, port, &upstream, &database, settings);
-        write(&dir.join("pgbouncer.ini"), &config)?;
-        write(&dir.join("users.txt"), &format!("\"{user}\" \"\"\n"))?;
-        let log = File::create(dir.join("pgbouncer.log"))
-            .map_err(|e| format!("cannot create the PgBouncer log: {e}"))?;
-        let mut command = Command::new(&binary);
-        if running_as_root() {
-            command.args(["-u", "postgres"]);
-        }
-        let child = command
-            .arg(dir.join("pgbouncer.ini"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+        let spawn = || -> Result<Child, String> {
+            let config = config(&dir, port, &upstream, &database, settings);
+            write(&dir.join("pgbouncer.ini"), &config)?;
+            write(&dir.join("users.txt"), &format!("\"{user}\" \"\"\n"))?;
+            let log = File::create(dir.join("pgbouncer.log"))
+                .map_err(|e| format!("cannot create the PgBouncer log: {e}"))?;
+            let mut command = Command::new(&binary);
+            if running_as_root() {
+                command.args(["-u", "postgres"]);
+            }
+            command
+                .arg(dir.join("pgbouncer.ini"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .map_err(|e| format!("cannot start {}: {e}", binary.display()))
+        };
+        let child = spawn().inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&dir);
+        })?;
         // Dropped on failure: the process is killed and the directory removed.
         let mut bouncer = PgBouncer {
             child,
