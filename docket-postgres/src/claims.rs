@@ -155,13 +155,9 @@ impl PostgresStore {
     /// Infrastructure errors.
     pub async fn explain_claim(&self, policy: &ClaimRequest) -> Result<String, StoreError> {
         let mut conn = self.conn().await?;
-        let explain = if policy.policy == ClaimPolicy::TenantFair {
-            &self.sql().explain_claim_fair
-        } else {
-            &self.sql().explain_claim_due
-        };
+        let explain = format!("EXPLAIN {}", self.claim_sql(policy));
         let rows = self
-            .claim_query(explain, policy)
+            .claim_query(&explain, policy)
             .fetch_all(&mut conn)
             .await
             .map_err(error::safe)?;

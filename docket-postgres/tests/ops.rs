@@ -327,32 +327,10 @@ async fn registry_life(store: &PostgresStore, n: u128) {
 }
 
 /// The server's sequential scans of `ops_owners` and `ops_operations`, once its counters show
-/// `inserted` operations (the connection is asked to publish them, as `runs_counters` does).
+/// `inserted` operations.
 async fn registry_seq_scans(store: &PostgresStore, schema: &str, inserted: i64) -> (i64, i64) {
-    let pool = docket_postgres::testing::pool(store);
-    sqlx::query("SELECT pg_stat_force_next_flush()")
-        .execute(pool)
-        .await
-        .expect("flush the connection's counters");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (owners, operations, seen): (i64, i64, i64) = sqlx::query_as(
-            "SELECT sum(seq_scan) FILTER (WHERE relname = 'ops_owners')::bigint,
-                    sum(seq_scan) FILTER (WHERE relname = 'ops_operations')::bigint,
-                    sum(n_tup_ins) FILTER (WHERE relname = 'ops_operations')::bigint
-             FROM pg_stat_user_tables WHERE schemaname = $1",
-        )
-        .bind(schema)
-        .fetch_one(pool)
-        .await
-        .expect("the tables' counters");
-        if seen >= inserted {
-            return (owners, operations);
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server counted {seen} inserted operations, expected {inserted}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let operations =
+        table_counters(store, schema, "ops_operations", |c| c.inserts >= inserted).await;
+    let owners = table_counters(store, schema, "ops_owners", |_| true).await;
+    (owners.seq_scans, operations.seq_scans)
 }

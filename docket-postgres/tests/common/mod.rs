@@ -249,9 +249,11 @@ pub async fn commit_moment(
     proposal
 }
 
-/// What the server counted for the schema's `runs` table (`pg_stat_user_tables`).
+/// What the server counted for one table of the schema (`pg_stat_user_tables`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RunsCounters {
+pub struct TableCounters {
+    /// Rows inserted.
+    pub inserts: i64,
     /// Rows updated.
     pub updates: i64,
     /// Of which heap-only (HOT) updates.
@@ -260,12 +262,21 @@ pub struct RunsCounters {
     pub seq_scans: i64,
 }
 
-/// The server's counters for the schema's `runs` once they show at least `updates`
-/// updates. The store's connection is asked to publish its counters at the end of its next
-/// transaction (`pg_stat_force_next_flush`, PostgreSQL 15 and later; a backend publishes them
-/// at most once a second otherwise), then the counters are read until they arrive — so give
-/// the store one connection (`pool_size(1)`) for the flush to reach the backend that wrote.
-pub async fn runs_counters(store: &PostgresStore, schema: &str, updates: i64) -> RunsCounters {
+/// What the server counted for the schema's `runs` table.
+pub type RunsCounters = TableCounters;
+
+/// The server's counters for the schema's `table` once `arrived` holds for them. The store's
+/// connection is asked to publish its counters at the end of its next transaction
+/// (`pg_stat_force_next_flush`, PostgreSQL 15 and later; a backend publishes them at most
+/// once a second otherwise), then the counters are read until they arrive — so give the
+/// store one connection (`open_single_connection`) for the flush to reach the backend that
+/// wrote.
+pub async fn table_counters(
+    store: &PostgresStore,
+    schema: &str,
+    table: &str,
+    arrived: impl Fn(&TableCounters) -> bool,
+) -> TableCounters {
     let pool = testing::pool(store);
     sqlx::query("SELECT pg_stat_force_next_flush()")
         .execute(pool)
@@ -273,25 +284,34 @@ pub async fn runs_counters(store: &PostgresStore, schema: &str, updates: i64) ->
         .expect("flush the connection's counters");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (updates_seen, hot_updates, seq_scans): (i64, i64, i64) = sqlx::query_as(
-            "SELECT n_tup_upd, n_tup_hot_upd, seq_scan FROM pg_stat_user_tables
-             WHERE schemaname = $1 AND relname = 'runs'",
+        let (inserts, updates, hot_updates, seq_scans): (i64, i64, i64, i64) = sqlx::query_as(
+            "SELECT n_tup_ins, n_tup_upd, n_tup_hot_upd, seq_scan FROM pg_stat_user_tables
+             WHERE schemaname = $1 AND relname = $2",
         )
         .bind(schema)
+        .bind(table)
         .fetch_one(pool)
         .await
         .expect("the table's counters");
-        if updates_seen >= updates {
-            return RunsCounters {
-                updates: updates_seen,
-                hot_updates,
-                seq_scans,
-            };
+        let counted = TableCounters {
+            inserts,
+            updates,
+            hot_updates,
+            seq_scans,
+        };
+        if arrived(&counted) {
+            return counted;
         }
         assert!(
             Instant::now() < deadline,
-            "the server counted {updates_seen} updates of runs, expected {updates}"
+            "the server's counters of {table} never arrived: {counted:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The server's counters for the schema's `runs` once they show at least `updates` updates
+/// (see [`table_counters`]).
+pub async fn runs_counters(store: &PostgresStore, schema: &str, updates: i64) -> RunsCounters {
+    table_counters(store, schema, "runs", |c| c.updates >= updates).await
 }
