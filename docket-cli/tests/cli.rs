@@ -77,6 +77,22 @@ fn a_misconfigured_worker_is_refused_at_start_up_naming_the_options() {
     ]);
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("max_attempt_elapsed_ms"));
+    // The flag reaches the worker's configuration, which refuses an empty batch (were it
+    // dropped, the idle worker would exit successfully).
+    let out = docket(&[
+        "worker",
+        "--backend",
+        "memory://",
+        "--until-idle",
+        "--max-commit-batch",
+        "0",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("max_commit_batch"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// Only without the `postgres` feature: with it, the URL is a real backend (`tests/postgres.rs`).

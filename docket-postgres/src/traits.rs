@@ -154,6 +154,13 @@ impl RunStore for PostgresStore {
         self.inner.wake.subscribe()
     }
 
+    /// Batches of up to [`PREFERRED_COMMIT_BATCH`](crate::PREFERRED_COMMIT_BATCH): a batch
+    /// of distinct runs is one statement, so its members share one round trip and one
+    /// commit.
+    fn preferred_commit_batch(&self) -> usize {
+        crate::PREFERRED_COMMIT_BATCH
+    }
+
     fn ops_registry(&self) -> Option<&dyn OpsLifecycleRegistry> {
         Some(self)
     }

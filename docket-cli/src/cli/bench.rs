@@ -34,7 +34,7 @@ pub struct BenchArgs {
     /// Most claimed commits group commit sends as one store call: the worker's in the
     /// end-to-end phases, and the fenced-commit phase's tasks commit through it too (1
     /// commits every moment alone) [default: the store's preference, as for a worker: 64 on
-    /// SQLite, 1 on PostgreSQL and Redis].
+    /// SQLite and PostgreSQL, 1 on Redis].
     #[arg(long)]
     max_commit_batch: Option<usize>,
     /// Runs of the 1-node graph written due before the drain figure's clock starts, then

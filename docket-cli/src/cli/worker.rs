@@ -56,6 +56,10 @@ pub struct WorkerArgs {
     /// `docket tenant`). Workers sharing a store should use the same policy.
     #[arg(long, default_value = "oldest", value_parser = parse_claim_policy)]
     claim_policy: ClaimPolicy,
+    /// Most claimed moments group commit sends to the store as one call, each under its own
+    /// fences (1 commits every moment alone) [default: the store's preference].
+    #[arg(long)]
+    max_commit_batch: Option<usize>,
     /// Serve Prometheus `/metrics` (these workers' counters and the store's run counts) on
     /// this address, without authentication: keep it on loopback or a private network.
     #[arg(long, value_name = "ADDR")]
@@ -76,6 +80,7 @@ impl WorkerArgs {
             max_attempt_elapsed_ms: self.max_attempt_elapsed_ms,
             max_supersteps: Some(self.max_supersteps),
             claim_policy: self.claim_policy,
+            max_commit_batch: self.max_commit_batch,
             drain_budget: DrainBudget {
                 max_moments: Some(self.drain_max_moments),
                 max_elapsed_ms: self.drain_max_elapsed_ms,

@@ -74,8 +74,10 @@ pub struct WorkerConfig {
     /// Most claimed commits sent to the store as one batch by group commit
     /// (`docs/engine.md`, “Group commit”); `Some(1)` sends every commit alone. Default
     /// `None`: the store's own preference (`RunStore::preferred_commit_batch`) — batches of
-    /// up to 64 on SQLite, whose members then share one fsync; every commit alone on
-    /// PostgreSQL and Redis, where batching measured no faster on the development machine.
+    /// up to 64 on SQLite, whose members then share one fsync, and on PostgreSQL, where a
+    /// batch is one statement; every commit alone on Redis, where batching measured no
+    /// faster. Batches form only when more commits are pending than group commit has calls
+    /// in flight, so a worker with few vehicles commits every moment alone either way.
     pub max_commit_batch: Option<usize>,
     /// Which due runs the worker claims first (`docs/claim-order.md`): `Oldest` (the default)
     /// or `TenantFair`, breadth-first across tenants with their stored weights and caps.
