@@ -1,5 +1,6 @@
-//! The facade on PostgreSQL (feature `postgres`): `postgres://…?schema=` URLs and workers on
-//! separate connections sharing one schema (the command's tests are in `docket-cli`). Each test
+//! The facade on PostgreSQL (feature `postgres`): `postgres://…?schema=` URLs, workers on
+//! separate connections sharing one schema, and group commit as a worker's default path (the
+//! command's tests are in `docket-cli`). Each test
 //! uses its own schema, dropped at the end. The server is `DOCKET_TEST_POSTGRES_URL`
 //! (default `postgres://postgres@127.0.0.1:5432/test`); without one the tests fail.
 #![cfg(feature = "postgres")]
@@ -295,4 +296,97 @@ async fn a_running_node_holds_no_database_connection() {
         );
     }
     worker.shutdown().await;
+}
+
+/// Records how many distinct runs every `commit_claimed_batch` call a worker makes on its
+/// store names (a vehicle's moment and its chained completion go as one call of one run
+/// whatever the batch limit; only group commit puts several runs in one call).
+struct BatchSizes {
+    inner: Arc<dyn docket::core::store::Backend>,
+    runs_per_call: std::sync::Mutex<Vec<usize>>,
+}
+
+#[async_trait::async_trait]
+impl docket::core::store::StoreLayer for BatchSizes {
+    fn inner(&self) -> &dyn docket::core::store::Backend {
+        self.inner.as_ref()
+    }
+
+    async fn commit_claimed_batch(
+        &self,
+        commits: Vec<docket::core::store::BatchedCommit>,
+    ) -> Vec<Result<docket::core::model::Run, docket::core::store::StoreError>> {
+        let runs: std::collections::BTreeSet<_> =
+            commits.iter().map(|c| c.proposal.run.id.clone()).collect();
+        self.runs_per_call
+            .lock()
+            .expect("batch sizes")
+            .push(runs.len());
+        self.inner.commit_claimed_batch(commits).await
+    }
+}
+
+impl std::fmt::Debug for BatchSizes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchSizes").finish_non_exhaustive()
+    }
+}
+
+/// Group commit is PostgreSQL's default path: a worker that leaves `max_commit_batch` to the
+/// store sends the commits its many vehicles queue up as shared batches (one statement
+/// each), and every run still finishes with each checkpoint committed exactly once and a
+/// sound history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_left_to_the_stores_preference_batches_its_commits_and_every_one_lands_once() {
+    let schema = Schema::fresh("batches");
+    let client = Docket::connect(&schema.url).await.expect("connect");
+    let backend = docket::connect_backend(&schema.url)
+        .await
+        .expect("PostgreSQL backend");
+    let recording = Arc::new(docket::core::store::Layered(BatchSizes {
+        inner: backend,
+        runs_per_call: std::sync::Mutex::default(),
+    }));
+    let docket = Docket::builder(recording.clone(), docket::nodes::registry())
+        .config(WorkerConfig {
+            concurrency: 32,
+            max_commit_batch: None,
+            ..config()
+        })
+        .build()
+        .expect("facade");
+    let graph = client
+        .save_graph_json(&support::graphs::steps(3).to_string())
+        .await
+        .expect("save");
+    let mut ids = Vec::new();
+    for _ in 0..96 {
+        let run = client
+            .start_run(&graph, ValueMap::new(), StartOptions::default())
+            .await
+            .expect("start");
+        ids.push(run.id);
+    }
+    let worker = docket.start_worker();
+    let wait = AwaitOptions {
+        timeout: Duration::from_secs(60),
+        poll_interval: Duration::from_millis(10),
+    };
+    for id in &ids {
+        let run = client.await_run(id, wait).await.expect("finished");
+        assert_eq!(run.status, RunStatus::Done, "{id}");
+        let events = client.all_events(id).await.expect("events");
+        assert_eq!(check_history(&run, &events), Vec::<String>::new(), "{id}");
+    }
+    worker.shutdown().await;
+    let runs_per_call = recording
+        .0
+        .runs_per_call
+        .lock()
+        .expect("batch sizes")
+        .clone();
+    assert!(
+        runs_per_call.iter().any(|&n| n > 1),
+        "32 vehicles committing at once shared no batch: {runs_per_call:?}"
+    );
 }
