@@ -83,6 +83,7 @@ fn tiny() -> BenchOptions {
         claim_pool: 40,
         claim_batch: 4,
         max_commit_batch: Some(8),
+        commit_batches_in_flight: 2,
         drain_runs: 30,
         fairness_backlog: 40,
         fairness_runs: 5,

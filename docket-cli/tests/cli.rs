@@ -77,22 +77,23 @@ fn a_misconfigured_worker_is_refused_at_start_up_naming_the_options() {
     ]);
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("max_attempt_elapsed_ms"));
-    // The flag reaches the worker's configuration, which refuses an empty batch (were it
-    // dropped, the idle worker would exit successfully).
-    let out = docket(&[
-        "worker",
-        "--backend",
-        "memory://",
-        "--until-idle",
-        "--max-commit-batch",
-        "0",
-    ]);
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("max_commit_batch"),
-        "{}",
-        text(&out.stderr)
-    );
+    // The flags reach the worker's configuration, which refuses an empty batch and no batch
+    // slot (were one dropped, the idle worker would exit successfully).
+    for (flag, option) in [
+        ("--max-commit-batch", "max_commit_batch"),
+        ("--commit-batches-in-flight", "commit_batches_in_flight"),
+    ] {
+        let out = docket(&[
+            "worker",
+            "--backend",
+            "memory://",
+            "--until-idle",
+            flag,
+            "0",
+        ]);
+        assert!(!out.status.success(), "{flag} 0 was accepted");
+        assert!(text(&out.stderr).contains(option), "{}", text(&out.stderr));
+    }
 }
 
 /// Only without the `postgres` feature: with it, the URL is a real backend (`tests/postgres.rs`).

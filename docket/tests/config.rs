@@ -51,6 +51,7 @@ fn an_abandon_backoff_cap_below_its_base_is_refused() {
 fn zero_limits_and_an_inconsistent_pruner_are_refused_together() {
     let message = refused(WorkerConfig {
         concurrency: 0,
+        commit_batches_in_flight: 0,
         max_claim_attempts: 0,
         abandon_backoff_ms: 0,
         drain_budget: DrainBudget {
@@ -68,6 +69,7 @@ fn zero_limits_and_an_inconsistent_pruner_are_refused_together() {
     });
     for option in [
         "concurrency",
+        "commit_batches_in_flight",
         "max_claim_attempts",
         "abandon_backoff_ms",
         "drain_budget.max_moments",

@@ -1,12 +1,13 @@
 //! Group commit (`docs/engine.md`, “Group commit”): a worker's vehicles share
 //! `commit_claimed_batch` calls, every run still commits each of its checkpoints exactly once,
-//! and `max_commit_batch = 1` sends every commit alone.
+//! `max_commit_batch = 1` sends every commit alone, and no more than
+//! `commit_batches_in_flight` batches are at the store at once.
 
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use docket::core::memory::MemoryStore;
@@ -31,6 +32,13 @@ struct Recording {
     singles: AtomicUsize,
     /// What the store answers as its preferred batch (0: the inner store's).
     preferred: usize,
+    /// `commit_claimed_batch` calls in progress, and the most seen at once.
+    inside: AtomicUsize,
+    most_inside: AtomicUsize,
+    /// When above 0, each batch call waits (up to a deadline) until this many calls are in
+    /// progress, then gives the engine a few more turns before answering: calls pile up to
+    /// whatever limit the engine keeps, and past it if it keeps none.
+    gather: usize,
 }
 
 #[async_trait]
@@ -65,7 +73,20 @@ impl StoreLayer for Recording {
             .lock()
             .expect("batch sizes")
             .push(commits.len());
-        self.inner.commit_claimed_batch(commits).await
+        let now_inside = self.inside.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_inside.fetch_max(now_inside, Ordering::SeqCst);
+        if self.gather > 0 {
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while self.inside.load(Ordering::SeqCst) < self.gather && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            for _ in 0..20 {
+                tokio::task::yield_now().await;
+            }
+        }
+        let outcomes = self.inner.commit_claimed_batch(commits).await;
+        self.inside.fetch_sub(1, Ordering::SeqCst);
+        outcomes
     }
 }
 
@@ -78,16 +99,30 @@ async fn finish_runs(
     max_commit_batch: Option<usize>,
     preferred: usize,
 ) -> (Arc<Layered<Recording>>, usize) {
-    let store = Arc::new(Layered(Recording {
+    let store = Recording {
         preferred,
         ..Recording::default()
-    }));
+    };
+    let config = WorkerConfig {
+        concurrency,
+        max_commit_batch,
+        ..WorkerConfig::default()
+    };
+    finish_runs_in(store, runs, config).await
+}
+
+/// [`finish_runs`] with the recording store and the worker's configuration given (its poll
+/// interval is set to 10 ms).
+async fn finish_runs_in(
+    store: Recording,
+    runs: usize,
+    config: WorkerConfig,
+) -> (Arc<Layered<Recording>>, usize) {
+    let store = Arc::new(Layered(store));
     let docket = Docket::builder(store.clone(), docket::nodes::registry())
         .config(WorkerConfig {
-            concurrency,
             poll_interval_ms: 10,
-            max_commit_batch,
-            ..WorkerConfig::default()
+            ..config
         })
         .build()
         .expect("facade");
@@ -191,7 +226,36 @@ async fn left_unset_the_batch_limit_is_the_stores_preference() {
     assert_eq!(batches.iter().sum::<usize>(), claimed_commits);
     assert!(batches.iter().all(|&n| (1..=3).contains(&n)), "{batches:?}");
     assert!(batches.iter().any(|&n| n > 1), "{batches:?}");
-    // The memory store, like PostgreSQL and Redis, prefers every commit alone.
+    // The memory store, like Redis, prefers every commit alone.
     let (store, claimed_commits) = finish_runs(6, 4, None, 0).await;
     assert_alone_but_the_chains(&store, 6, claimed_commits);
+}
+
+#[tokio::test]
+async fn no_more_batches_than_the_configured_count_are_at_the_store_at_once() {
+    for in_flight in [1, 3] {
+        let store = Recording {
+            gather: in_flight,
+            ..Recording::default()
+        };
+        let config = WorkerConfig {
+            // Eight vehicles' commits make four batches of two: enough for every slot.
+            concurrency: 8,
+            max_commit_batch: Some(2),
+            commit_batches_in_flight: in_flight,
+            ..WorkerConfig::default()
+        };
+        let (store, claimed_commits) = finish_runs_in(store, 24, config).await;
+        let batches = store.0.batches.lock().expect("batch sizes").clone();
+        assert_eq!(
+            batches.iter().sum::<usize>(),
+            claimed_commits,
+            "every claimed commit went through exactly one batch: {batches:?}"
+        );
+        assert_eq!(
+            store.0.most_inside.load(Ordering::SeqCst),
+            in_flight,
+            "the most batch calls at the store at once, with {in_flight} allowed"
+        );
+    }
 }

@@ -208,7 +208,11 @@ pub(crate) async fn run(ctx: &Ctx, phase: &str) -> Result<CommitResult, BenchErr
         .options
         .max_commit_batch
         .unwrap_or_else(|| ctx.backend.preferred_commit_batch());
-    let committer = docket::engine::group_commit(Arc::clone(&ctx.backend), max_batch);
+    let committer = docket::engine::group_commit(
+        Arc::clone(&ctx.backend),
+        max_batch,
+        ctx.options.commit_batches_in_flight,
+    );
     let ops = runs
         .into_iter()
         .map(|run| {

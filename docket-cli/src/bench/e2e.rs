@@ -57,6 +57,7 @@ pub(crate) async fn run(ctx: &Ctx, phase: &str, shape: Shape) -> Result<E2eResul
         .config(WorkerConfig {
             concurrency: n,
             max_commit_batch: ctx.options.max_commit_batch,
+            commit_batches_in_flight: ctx.options.commit_batches_in_flight,
             // The runs other phases hold claimed stay theirs, however long this one takes.
             orphan_ttl_ms: super::claims::ORPHAN_TTL_MS,
             ..WorkerConfig::default()

@@ -78,6 +78,10 @@ pub struct BenchOptions {
     /// through: how many claimed commits group commit sends as one store call (`Some(1)`
     /// commits each moment alone). Default `None`: the store's preference, as a worker's.
     pub max_commit_batch: Option<usize>,
+    /// The worker's `commit_batches_in_flight` in (c), and the group commit (a)'s tasks
+    /// commit through: how many batches are at the store at once. Default the worker's,
+    /// [`docket::engine::DEFAULT_COMMIT_BATCHES_IN_FLIGHT`].
+    pub commit_batches_in_flight: usize,
     /// Runs of the 1-node graph the drain figure writes before its clock starts and then
     /// times a worker through (0: not measured). Default 20,000, the size a job queue's
     /// harness drains.
@@ -101,6 +105,7 @@ impl Default for BenchOptions {
             claim_pool: 2_000,
             claim_batch: 10,
             max_commit_batch: docket::engine::WorkerConfig::default().max_commit_batch,
+            commit_batches_in_flight: docket::engine::DEFAULT_COMMIT_BATCHES_IN_FLIGHT,
             drain_runs: 20_000,
             fairness_backlog: 10_000,
             fairness_runs: 100,
@@ -122,6 +127,9 @@ impl BenchOptions {
         }
         if self.max_commit_batch == Some(0) {
             return bad("max_commit_batch must be at least 1");
+        }
+        if self.commit_batches_in_flight == 0 {
+            return bad("commit_batches_in_flight must be at least 1");
         }
         if self.duration.is_zero() {
             return bad("the measured window must be positive");

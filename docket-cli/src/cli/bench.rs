@@ -37,6 +37,10 @@ pub struct BenchArgs {
     /// SQLite and PostgreSQL, 1 on Redis].
     #[arg(long)]
     max_commit_batch: Option<usize>,
+    /// Most group-commit batches at the store at once, in the end-to-end phases' workers and
+    /// the fenced-commit phase.
+    #[arg(long, default_value_t = docket::engine::DEFAULT_COMMIT_BATCHES_IN_FLIGHT)]
+    commit_batches_in_flight: usize,
     /// Runs of the 1-node graph written due before the drain figure's clock starts, then
     /// drained by a fresh worker (0 skips the figure).
     #[arg(long, default_value_t = 20_000)]
@@ -106,6 +110,7 @@ impl BenchArgs {
             claim_pool: self.claim_pool,
             claim_batch: self.claim_batch,
             max_commit_batch: self.max_commit_batch,
+            commit_batches_in_flight: self.commit_batches_in_flight,
             drain_runs: self.drain_runs,
             fairness_backlog: self.fairness_backlog,
             fairness_runs: self.fairness_runs,
@@ -125,7 +130,7 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
     })?;
     let options = args.options()?;
     note!(
-        "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}, group commit {}, scale {} ({})",
+        "docket bench: {}, concurrency {}, {:.1} s windows after {:.1} s warm-ups, claim pools of {}, group commit {} ({} in flight), scale {} ({})",
         redact(url),
         options.concurrency,
         options.duration.as_secs_f64(),
@@ -135,6 +140,7 @@ pub async fn run(url: Option<&str>, args: BenchArgs) -> CliResult {
             || "as the store prefers".to_owned(),
             |n| format!("up to {n} per call")
         ),
+        options.commit_batches_in_flight,
         args.scale,
         args.scale_figures
     );

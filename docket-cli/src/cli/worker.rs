@@ -9,7 +9,7 @@ use docket::connect::redact;
 use docket::core::store::ClaimPolicy;
 use docket::engine::{
     idle_state, DrainBudget, PrunerConfig, StatsSnapshot, Worker, WorkerConfig, WorkerFailure,
-    DEFAULT_MAX_SUPERSTEPS,
+    DEFAULT_COMMIT_BATCHES_IN_FLIGHT, DEFAULT_MAX_SUPERSTEPS,
 };
 use docket::{Docket, DocketError};
 
@@ -60,6 +60,10 @@ pub struct WorkerArgs {
     /// fences (1 commits every moment alone) [default: the store's preference].
     #[arg(long)]
     max_commit_batch: Option<usize>,
+    /// Most group-commit batches at the store at once (more runs batches side by side on a
+    /// store with many cores, fewer makes larger batches).
+    #[arg(long, default_value_t = DEFAULT_COMMIT_BATCHES_IN_FLIGHT)]
+    commit_batches_in_flight: usize,
     /// Serve Prometheus `/metrics` (these workers' counters and the store's run counts) on
     /// this address, without authentication: keep it on loopback or a private network.
     #[arg(long, value_name = "ADDR")]
@@ -81,6 +85,7 @@ impl WorkerArgs {
             max_supersteps: Some(self.max_supersteps),
             claim_policy: self.claim_policy,
             max_commit_batch: self.max_commit_batch,
+            commit_batches_in_flight: self.commit_batches_in_flight,
             drain_budget: DrainBudget {
                 max_moments: Some(self.drain_max_moments),
                 max_elapsed_ms: self.drain_max_elapsed_ms,

@@ -14,6 +14,14 @@ use docket_core::store::ClaimPolicy;
 /// The default host ceiling on supersteps ([`WorkerConfig::max_supersteps`]).
 pub const DEFAULT_MAX_SUPERSTEPS: u64 = 10_000;
 
+/// Default of [`WorkerConfig::commit_batches_in_flight`]: the most group-commit batches a
+/// worker has at the store at once. On the 2-core development machine two measured ahead of
+/// four by 9–37 % in fenced commits/s at 10, 16 and 64 vehicles, and level with one at 16,
+/// on both SQLite (one writer: a second batch forms while the first is written) and
+/// PostgreSQL (fewer, larger statements left the server more time than more parallel ones);
+/// `BENCHMARKS.md`, “Batches in flight”.
+pub const DEFAULT_COMMIT_BATCHES_IN_FLIGHT: usize = 2;
+
 /// How much one vehicle may do before it yields its claim (`docs/engine.md`, “The vehicle”).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DrainBudget {
@@ -79,6 +87,12 @@ pub struct WorkerConfig {
     /// faster. Batches form only when more commits are pending than group commit has calls
     /// in flight, so a worker with few vehicles commits every moment alone either way.
     pub max_commit_batch: Option<usize>,
+    /// Most group-commit batches at the store at once (`docs/engine.md`, “Group commit”): a
+    /// commit that finds fewer in flight goes at once, alone; the rest queue and form the
+    /// next batches. More lets a store with many cores run batches side by side; fewer
+    /// makes larger batches. Default [`DEFAULT_COMMIT_BATCHES_IN_FLIGHT`] (2). Unused when
+    /// batches are off (a batch limit of 1).
+    pub commit_batches_in_flight: usize,
     /// Which due runs the worker claims first (`docs/claim-order.md`): `Oldest` (the default)
     /// or `TenantFair`, breadth-first across tenants with their stored weights and caps.
     /// Workers sharing a store should agree, or the fair round robin only sees some claims.
@@ -112,6 +126,7 @@ impl Default for WorkerConfig {
             max_supersteps: Some(DEFAULT_MAX_SUPERSTEPS),
             drain_budget: DrainBudget::default(),
             max_commit_batch: None,
+            commit_batches_in_flight: DEFAULT_COMMIT_BATCHES_IN_FLIGHT,
             claim_policy: ClaimPolicy::Oldest,
             abandon_backoff_ms: 30_000,
             abandon_backoff_cap_ms: 3_600_000,
@@ -187,6 +202,10 @@ impl WorkerConfig {
         if let Some(max) = self.max_commit_batch {
             p.positive("max_commit_batch", max as u64);
         }
+        p.positive(
+            "commit_batches_in_flight",
+            self.commit_batches_in_flight as u64,
+        );
         p.positive("poll_interval_ms", self.poll_interval_ms);
         p.positive("orphan_ttl_ms", self.orphan_ttl_ms);
         p.positive("max_claim_attempts", u64::from(self.max_claim_attempts));

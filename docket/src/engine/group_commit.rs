@@ -5,8 +5,10 @@
 //! bounds a worker by the store's fsyncs or round trips. [`GroupCommit`] is a store layer the
 //! engine puts in front of the backend: a claimed commit joins a queue, and one batch at a
 //! time goes to [`docket_core::store::RunStore::commit_claimed_batch`] with everything queued (at most
-//! `max_commit_batch` members). The batching is self-clocking: up to [`MAX_IN_FLIGHT`]
-//! batches are in flight at once, and a commit that finds fewer is sent at once, alone —
+//! `max_commit_batch` members). The batching is self-clocking: up to
+//! `commit_batches_in_flight` batches are in flight at once (default
+//! [`DEFAULT_COMMIT_BATCHES_IN_FLIGHT`](crate::engine::DEFAULT_COMMIT_BATCHES_IN_FLIGHT)),
+//! and a commit that finds fewer is sent at once, alone —
 //! nobody ever waits for company; the commits that arrive while every slot is busy form the
 //! next batches. So batches form only under pressure, and a store whose calls run in
 //! parallel (a connection pool) keeps that parallelism. Each caller gets its own member's
@@ -37,9 +39,6 @@ type Waiting = (BatchedCommit, oneshot::Sender<Result<Run, StoreError>>);
 /// own batch (a chain of one run's moments, which must not be split or reordered).
 type Unit = Vec<Waiting>;
 
-/// Most batch tasks running at once.
-pub(crate) const MAX_IN_FLIGHT: usize = 4;
-
 /// The queue shared by callers and the batch tasks.
 #[derive(Default)]
 struct Queue {
@@ -53,42 +52,53 @@ pub(crate) struct GroupCommit {
     inner: Arc<dyn Backend>,
     queue: Arc<Mutex<Queue>>,
     max_batch: usize,
+    /// Most batch tasks running at once.
+    in_flight: usize,
 }
 
 impl GroupCommit {
-    /// Batches the claimed commits sent to `inner`, at most `max_batch` per store call.
-    pub(crate) fn new(inner: Arc<dyn Backend>, max_batch: usize) -> Self {
+    /// Batches the claimed commits sent to `inner`, at most `max_batch` per store call and
+    /// at most `in_flight` store calls at once.
+    pub(crate) fn new(inner: Arc<dyn Backend>, max_batch: usize, in_flight: usize) -> Self {
         GroupCommit {
             inner,
             queue: Arc::new(Mutex::new(Queue::default())),
             max_batch: max_batch.max(1),
+            in_flight: in_flight.max(1),
         }
     }
 }
 
 /// `backend` behind group commit: its claimed commits from many callers go to the store in
-/// batches of at most `max_batch` (`0` and `1` send every commit alone), everything else
-/// passes through unchanged. A worker does this itself when its
+/// batches of at most `max_batch` (`0` and `1` send every commit alone), with at most
+/// `in_flight` batches sent at once (`0` counts as 1); everything else passes through
+/// unchanged. A worker does this itself when its
 /// [`WorkerConfig::max_commit_batch`](crate::engine::WorkerConfig::max_commit_batch) — or,
-/// left unset, its store's `preferred_commit_batch` — is above 1; this is for code that commits claimed moments outside a worker (a benchmark, a custom
+/// left unset, its store's `preferred_commit_batch` — is above 1, with its
+/// [`WorkerConfig::commit_batches_in_flight`](crate::engine::WorkerConfig::commit_batches_in_flight);
+/// this is for code that commits claimed moments outside a worker (a benchmark, a custom
 /// executor) and wants the same batching.
 ///
-/// Batches form only under pressure: up to four batches are in flight at once and a commit
-/// that finds a free slot is sent at once, alone; the commits arriving while every slot is
-/// busy form the next batches (`docs/engine.md`, “Group commit”). Each caller gets its own
-/// member's outcome.
+/// Batches form only under pressure: up to `in_flight` batches are in flight at once and a
+/// commit that finds a free slot is sent at once, alone; the commits arriving while every
+/// slot is busy form the next batches (`docs/engine.md`, “Group commit”). Each caller gets its
+/// own member's outcome.
 ///
 /// # Cancel safety
 ///
 /// A batch runs on its own task: dropping a caller's future never strands the other members
 /// of its batch, and the dropped commit may still land, exactly as a dropped single commit
 /// may. A batch that ends without an outcome for a member answers it `Ambiguous`.
-pub fn group_commit(backend: Arc<dyn Backend>, max_batch: usize) -> Arc<dyn Backend> {
+pub fn group_commit(
+    backend: Arc<dyn Backend>,
+    max_batch: usize,
+    in_flight: usize,
+) -> Arc<dyn Backend> {
     if max_batch <= 1 {
         return backend;
     }
     Arc::new(docket_core::store::Layered(GroupCommit::new(
-        backend, max_batch,
+        backend, max_batch, in_flight,
     )))
 }
 
@@ -97,6 +107,7 @@ impl fmt::Debug for GroupCommit {
         f.debug_struct("GroupCommit")
             .field("inner", &self.inner)
             .field("max_batch", &self.max_batch)
+            .field("in_flight", &self.in_flight)
             .finish_non_exhaustive()
     }
 }
@@ -220,7 +231,7 @@ impl GroupCommit {
         let start = {
             let mut q = lock(&self.queue);
             q.waiting.push_back(unit);
-            let start = q.in_flight < MAX_IN_FLIGHT;
+            let start = q.in_flight < self.in_flight;
             if start {
                 q.in_flight += 1;
             }

@@ -49,7 +49,8 @@ pub use clock::{
 };
 pub use compiler::{EffectiveCompiler, GraphCompiler};
 pub use config::{
-    ConfigError, ConfigProblem, DrainBudget, PrunerConfig, WorkerConfig, DEFAULT_MAX_SUPERSTEPS,
+    ConfigError, ConfigProblem, DrainBudget, PrunerConfig, WorkerConfig,
+    DEFAULT_COMMIT_BATCHES_IN_FLIGHT, DEFAULT_MAX_SUPERSTEPS,
 };
 pub use dispatcher::{LaunchError, Launcher, PollSource, VehicleLauncher};
 pub use drain_runs::{DrainStopped, DrainSummary};
@@ -263,7 +264,11 @@ impl EngineBuilder {
             .config
             .max_commit_batch
             .unwrap_or_else(|| self.backend.preferred_commit_batch());
-        let backend = group_commit(self.backend, max_commit_batch);
+        let backend = group_commit(
+            self.backend,
+            max_commit_batch,
+            self.config.commit_batches_in_flight,
+        );
         Ok(Engine {
             inner: Arc::new(EngineInner {
                 backend,

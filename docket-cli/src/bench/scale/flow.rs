@@ -145,6 +145,7 @@ pub(crate) async fn seeded_docket(
         .config(WorkerConfig {
             concurrency,
             max_commit_batch: ctx.options.max_commit_batch,
+            commit_batches_in_flight: ctx.options.commit_batches_in_flight,
             // The runs other phases hold claimed stay theirs, however long this one takes.
             orphan_ttl_ms: ORPHAN_TTL_MS,
             ..WorkerConfig::default()
