@@ -1,7 +1,7 @@
 //! Group commit (`docs/engine.md`, “Group commit”): a worker's vehicles share
 //! `commit_claimed_batch` calls, every run still commits each of its checkpoints exactly once,
-//! `max_commit_batch = 1` sends every commit alone, and no more than
-//! `commit_batches_in_flight` batches are at the store at once.
+//! `max_commit_batch = 1` sends every commit alone, no more than `commit_batches_in_flight`
+//! batches are at the store at once, and concurrent starts share `initialize_batch` calls.
 
 mod support;
 
@@ -12,13 +12,15 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use docket::core::memory::MemoryStore;
 use docket::core::model::{
-    Event, EventQuery, EventType, Run, RunStatus, Scope, ValueMap, MAX_PAGE_LIMIT,
+    Event, EventQuery, EventType, OwnerScope, Run, RunId, RunStatus, Scope, ValueMap,
+    MAX_PAGE_LIMIT,
 };
 use docket::core::store::{
-    Backend, BatchedCommit, ClaimedCommit, Layered, RunStore, StoreError, StoreLayer,
+    Backend, BatchedCommit, BatchedInit, ClaimedCommit, InitProposal, Layered, RunStore,
+    StoreError, StoreLayer,
 };
 use docket::engine::WorkerConfig;
-use docket::{AwaitOptions, Docket, StartOptions};
+use docket::{AwaitOptions, Docket, DocketError, StartOptions};
 
 use support::graphs::steps;
 
@@ -30,6 +32,9 @@ struct Recording {
     batches: Mutex<Vec<usize>>,
     /// `commit_claimed` calls (single commits).
     singles: AtomicUsize,
+    /// The member count of every `initialize_batch` call, and `initialize` calls.
+    start_batches: Mutex<Vec<usize>>,
+    single_starts: AtomicUsize,
     /// What the store answers as its preferred batch (0: the inner store's).
     preferred: usize,
     /// `commit_claimed_batch` calls in progress, and the most seen at once.
@@ -53,6 +58,24 @@ impl StoreLayer for Recording {
         } else {
             self.preferred
         }
+    }
+
+    async fn initialize(
+        &self,
+        owner: &OwnerScope,
+        proposal: InitProposal,
+        events: Vec<Event>,
+    ) -> Result<Run, StoreError> {
+        self.single_starts.fetch_add(1, Ordering::SeqCst);
+        self.inner.initialize(owner, proposal, events).await
+    }
+
+    async fn initialize_batch(&self, members: Vec<BatchedInit>) -> Vec<Result<Run, StoreError>> {
+        self.start_batches
+            .lock()
+            .expect("start batch sizes")
+            .push(members.len());
+        self.inner.initialize_batch(members).await
     }
 
     async fn commit_claimed(
@@ -258,4 +281,65 @@ async fn no_more_batches_than_the_configured_count_are_at_the_store_at_once() {
             "the most batch calls at the store at once, with {in_flight} allowed"
         );
     }
+}
+
+#[tokio::test]
+async fn concurrent_starts_share_batches_and_a_taken_run_id_fails_alone() {
+    let store = Arc::new(Layered(Recording::default()));
+    let docket = Docket::builder(store.clone(), docket::nodes::registry())
+        .config(WorkerConfig {
+            max_commit_batch: Some(64),
+            ..WorkerConfig::default()
+        })
+        .build()
+        .expect("facade");
+    let graph = docket
+        .save_graph_json(&steps(1).to_string())
+        .await
+        .expect("save");
+    // 30 starts with run ids of their own and two that ask for the same one, all at once.
+    let twice = RunId::new("run_asked_for_twice").expect("run id");
+    let ids: Vec<Option<RunId>> = (0..30)
+        .map(|_| None)
+        .chain([Some(twice.clone()), Some(twice.clone())])
+        .collect();
+    let starts = ids.into_iter().map(|run_id| {
+        let docket = docket.clone();
+        let graph = graph.clone();
+        tokio::spawn(async move {
+            let options = StartOptions {
+                run_id,
+                ..StartOptions::default()
+            };
+            docket.start_run(&graph, ValueMap::new(), options).await
+        })
+    });
+    let outcomes = futures::future::join_all(starts).await;
+    let mut started = Vec::new();
+    let mut refused = Vec::new();
+    for outcome in outcomes {
+        match outcome.expect("start task") {
+            Ok(run) => started.push(run),
+            Err(e) => refused.push(e),
+        }
+    }
+    assert_eq!(started.len(), 31, "every start but one landed: {refused:?}");
+    assert!(
+        matches!(
+            refused.as_slice(),
+            [DocketError::Store(StoreError::Conflict)]
+        ),
+        "the second start of the taken id failed alone: {refused:?}"
+    );
+    for run in &started {
+        let stored = docket.fetch_run(&run.id).await.expect("stored");
+        assert_eq!(stored.checkpoint_seq, 1, "{}", run.id);
+    }
+    let batches = store.0.start_batches.lock().expect("sizes").clone();
+    assert_eq!(store.0.single_starts.load(Ordering::SeqCst), 0);
+    assert_eq!(batches.iter().sum::<usize>(), 32, "{batches:?}");
+    assert!(
+        batches.iter().any(|&n| n > 1),
+        "concurrent starts shared a batch: {batches:?}"
+    );
 }

@@ -79,8 +79,9 @@ pub struct WorkerConfig {
     pub max_supersteps: Option<u64>,
     /// Per-drain budget. Default 100 moments / 3 s.
     pub drain_budget: DrainBudget,
-    /// Most claimed commits sent to the store as one batch by group commit
-    /// (`docs/engine.md`, “Group commit”); `Some(1)` sends every commit alone. Default
+    /// Most claimed commits (and, in a queue of their own, starts) sent to the store as one
+    /// batch by group commit (`docs/engine.md`, “Group commit”); `Some(1)` sends every
+    /// commit and start alone. Default
     /// `None`: the store's own preference (`RunStore::preferred_commit_batch`) — batches of
     /// up to 64 on SQLite, whose members then share one fsync, and on PostgreSQL, where a
     /// batch is one statement; every commit alone on Redis, where batching measured no
@@ -90,8 +91,9 @@ pub struct WorkerConfig {
     /// Most group-commit batches at the store at once (`docs/engine.md`, “Group commit”): a
     /// commit that finds fewer in flight goes at once, alone; the rest queue and form the
     /// next batches. More lets a store with many cores run batches side by side; fewer
-    /// makes larger batches. Default [`DEFAULT_COMMIT_BATCHES_IN_FLIGHT`] (2). Unused when
-    /// batches are off (a batch limit of 1).
+    /// makes larger batches. Starts have as many slots again, of their own. Default
+    /// [`DEFAULT_COMMIT_BATCHES_IN_FLIGHT`] (2). Unused when batches are off (a batch limit
+    /// of 1).
     pub commit_batches_in_flight: usize,
     /// Which due runs the worker claims first (`docs/claim-order.md`): `Oldest` (the default)
     /// or `TenantFair`, breadth-first across tenants with their stored weights and caps.
