@@ -499,6 +499,43 @@ fn count_listed(url: &str, status: &str) -> usize {
 }
 
 #[test]
+fn a_worker_says_at_start_up_how_it_claims_and_batches() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = sqlite_url(dir.path(), "said.db");
+    let idle = [
+        "worker",
+        "--until-idle",
+        "--poll-interval-ms",
+        "50",
+        "--idle-check-ms",
+        "50",
+        "--backend",
+        &url,
+    ];
+    for (flags, said) in [
+        (
+            &[
+                "--max-commit-batch",
+                "16",
+                "--commit-batches-in-flight",
+                "3",
+            ][..],
+            "(claim policy oldest; commits and starts in batches of up to 16, 3 in flight)",
+        ),
+        (
+            &["--max-commit-batch", "1", "--claim-policy", "tenant-fair"][..],
+            "(claim policy tenant_fair; every commit and start alone)",
+        ),
+    ] {
+        let args: Vec<&str> = idle.iter().chain(flags).copied().collect();
+        let out = docket(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(said), "{flags:?}: {stderr}");
+    }
+}
+
+#[test]
 fn a_worker_whose_stderr_is_a_full_disk_keeps_draining_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = sqlite_url(dir.path(), "full.db");

@@ -114,6 +114,19 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
     let config = args.config();
     config.validate()?;
     let backend = docket::connect_backend(url).await?;
+    // What group commit will do, as the engine decides it: the flag, else the store's choice.
+    let commit_batch = config
+        .max_commit_batch
+        .unwrap_or_else(|| backend.preferred_commit_batch());
+    let group_commit = if commit_batch > 1 {
+        format!(
+            "commits and starts in batches of up to {commit_batch}, {} in flight",
+            config.commit_batches_in_flight
+        )
+    } else {
+        "every commit and start alone".to_owned()
+    };
+    let claim_policy = config.claim_policy;
     let docket = Docket::builder(backend, docket::nodes::registry())
         .config(config)
         .build()?;
@@ -123,10 +136,12 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
         None => None,
     };
     note!(
-        "docket worker: {} worker(s) × {} vehicles on {}{}",
+        "docket worker: {} worker(s) × {} vehicles on {} (claim policy {}; {}){}",
         args.workers,
         args.concurrency,
         redact(url),
+        claim_policy.as_str(),
+        group_commit,
         if args.until_idle {
             " (until idle)"
         } else {
