@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use support::cli::IDLE_WORKER;
+
 fn docket(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_docket"))
         .args(args)
@@ -502,16 +504,11 @@ fn count_listed(url: &str, status: &str) -> usize {
 fn a_worker_says_at_start_up_how_it_claims_and_batches() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = sqlite_url(dir.path(), "said.db");
-    let idle = [
-        "worker",
-        "--until-idle",
-        "--poll-interval-ms",
-        "50",
-        "--idle-check-ms",
-        "50",
-        "--backend",
-        &url,
-    ];
+    let idle: Vec<&str> = IDLE_WORKER
+        .iter()
+        .copied()
+        .chain(["--backend", url.as_str()])
+        .collect();
     for (flags, said) in [
         (
             &[
@@ -547,19 +544,10 @@ fn a_worker_whose_stderr_is_a_full_disk_keeps_draining_runs() {
         .open("/dev/full")
         .expect("/dev/full");
     // Debug logging: every engine task writes log lines, and every write fails.
-    let out = support::cli::docket(&[
-        "worker",
-        "--until-idle",
-        "--poll-interval-ms",
-        "50",
-        "--idle-check-ms",
-        "50",
-        "--backend",
-        &url,
-    ])
-    .env("RUST_LOG", "debug")
-    .stderr_to(full)
-    .within(Duration::from_secs(60));
+    let out = support::cli::docket(&[&IDLE_WORKER[..], &["--backend", &url]].concat())
+        .env("RUST_LOG", "debug")
+        .stderr_to(full)
+        .within(Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(0), "{}", out.stdout);
     // Two approval runs wait for a signal; every other run finished.
     assert_eq!(count_listed(&url, "running"), 0);
@@ -716,15 +704,7 @@ fn run_verify_covers_every_tenant_and_admin_commands_act_as_a_tenant() {
         "another owner's run is not found"
     );
     assert!(ok(&["graph", "list", "--json", "--tenant", "acme"]).contains("approval"));
-    let idle = [
-        "worker",
-        "--until-idle",
-        "--poll-interval-ms",
-        "50",
-        "--idle-check-ms",
-        "50",
-    ];
-    ok(&idle);
+    ok(&IDLE_WORKER);
     ok(&[
         "interrupt",
         "resolve",
@@ -734,7 +714,7 @@ fn run_verify_covers_every_tenant_and_admin_commands_act_as_a_tenant() {
         "--tenant",
         "acme",
     ]);
-    ok(&idle);
+    ok(&IDLE_WORKER);
     assert!(ok(&["run", "show", &theirs, "--json", "--tenant", "acme"]).contains("\"done\""));
     assert!(ok(&["events", &theirs, "--json", "--tenant", "acme"]).contains("interrupt_resolved"));
 

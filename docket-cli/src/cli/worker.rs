@@ -115,9 +115,7 @@ pub async fn run(url: &str, args: WorkerArgs) -> CliResult {
     config.validate()?;
     let backend = docket::connect_backend(url).await?;
     // What group commit will do, as the engine decides it: the flag, else the store's choice.
-    let commit_batch = config
-        .max_commit_batch
-        .unwrap_or_else(|| backend.preferred_commit_batch());
+    let commit_batch = config.commit_batch_on(backend.as_ref());
     let group_commit = if commit_batch > 1 {
         format!(
             "commits and starts in batches of up to {commit_batch}, {} in flight",

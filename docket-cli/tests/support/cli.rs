@@ -121,6 +121,17 @@ fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<String> {
     })
 }
 
+/// `docket worker` draining until the store is idle, polling and checking idleness every
+/// 50 ms (add `--backend URL` and any other flags).
+pub const IDLE_WORKER: [&str; 6] = [
+    "worker",
+    "--until-idle",
+    "--poll-interval-ms",
+    "50",
+    "--idle-check-ms",
+    "50",
+];
+
 /// Runs every command of the CLI at least once against `url` (with `RUST_LOG=debug`, so the
 /// engine's and drivers' log lines are included) — successes, refusals and a connection
 /// failure — and returns everything they printed on stdout and stderr. `broken` is the same
@@ -153,22 +164,14 @@ pub fn everything_printed(url: &str, broken: &str, unreachable: &str) -> String 
     );
     ok(&started, "run start");
     let run_id = started.stdout.trim().to_owned();
-    let idle = [
-        "worker",
-        "--until-idle",
-        "--poll-interval-ms",
-        "50",
-        "--idle-check-ms",
-        "50",
-    ];
-    ok(&run(&idle, url), "worker");
+    ok(&run(&IDLE_WORKER, url), "worker");
     ok(&run(&["run", "list", "--json"], url), "run list");
     ok(&run(&["run", "show", &run_id, "--json"], url), "run show");
     ok(
         &run(&["interrupt", "resolve", &run_id, "approve", "true"], url),
         "resolve",
     );
-    ok(&run(&idle, url), "worker");
+    ok(&run(&IDLE_WORKER, url), "worker");
     ok(&run(&["events", &run_id, "--json"], url), "events");
     ok(&run(&["run", "verify", "--json"], url), "verify");
     ok(&run(&["run", "verify"], url), "verify");

@@ -9,7 +9,7 @@
 use std::fmt;
 
 use docket_core::model::ValueMap;
-use docket_core::store::ClaimPolicy;
+use docket_core::store::{ClaimPolicy, RunStore};
 
 /// The default host ceiling on supersteps ([`WorkerConfig::max_supersteps`]).
 pub const DEFAULT_MAX_SUPERSTEPS: u64 = 10_000;
@@ -192,6 +192,15 @@ impl Problems {
 }
 
 impl WorkerConfig {
+    /// The most claimed commits (and starts) group commit sends as one store call for a
+    /// worker of this configuration on `store`: [`WorkerConfig::max_commit_batch`], else the
+    /// store's own `preferred_commit_batch`. At 1 every commit and start goes alone.
+    #[must_use]
+    pub fn commit_batch_on(&self, store: &(impl RunStore + ?Sized)) -> usize {
+        self.max_commit_batch
+            .unwrap_or_else(|| store.preferred_commit_batch())
+    }
+
     /// Checks every rule of `docs/engine.md`, “Start-up validation”: positive limits,
     /// `max_attempt_elapsed_ms ≤ drain_budget.max_elapsed_ms < orphan_ttl_ms`,
     /// `abandon_backoff_cap_ms ≥ abandon_backoff_ms > 0`, and a consistent pruner policy.

@@ -260,10 +260,7 @@ impl EngineBuilder {
             .with_max_supersteps(self.config.max_supersteps)
             .map_err(|e| runtime_error("max_supersteps", e))?;
         // Vehicles commit through group commit; everything else passes through it unchanged.
-        let max_commit_batch = self
-            .config
-            .max_commit_batch
-            .unwrap_or_else(|| self.backend.preferred_commit_batch());
+        let max_commit_batch = self.config.commit_batch_on(self.backend.as_ref());
         let backend = group_commit(
             self.backend,
             max_commit_batch,
