@@ -433,6 +433,13 @@ fn check_effects(
                 continue;
             }
             tally.results_committed += 1;
+            // A timed-out attempt needs no execution: its clock can run out before the node
+            // was first polled (a worker frozen across the attempt ceiling, then resumed).
+            let timed_out = event.event_type == EventType::NodeFailed
+                && event.payload.get("reason").and_then(Value::as_str) == Some("timeout");
+            if timed_out {
+                continue;
+            }
             let attempt = event.payload.get("attempt").and_then(Value::as_u64);
             let key = format!(
                 "{}:{}",
