@@ -198,6 +198,7 @@ macro_rules! __case_table {
             bulk_start {
                 a_bulk_start_stores_every_winner_as_initialize_would,
                 losers_in_a_bulk_start_fail_alone_and_write_nothing,
+                losers_with_distinct_run_ids_fail_alone_in_a_bulk_start,
                 a_bulk_start_of_losers_only_changes_nothing,
                 an_empty_bulk_start_changes_nothing,
             }

@@ -460,6 +460,7 @@ pub(crate) const SUMMARY_COLUMNS: &str = "run_id, tenant_id, graph_id, graph_has
 #[derive(Debug)]
 pub(crate) struct Sql {
     pub initialize: String,
+    pub initialize_batch: String,
     pub commit_claimed: String,
     pub commit_claimed_batch: String,
     pub insert_events: String,
@@ -494,6 +495,7 @@ impl Sql {
         let r = |sql: &str| sql.replace("{s}", schema);
         Sql {
             initialize: r(&initialize()),
+            initialize_batch: r(&crate::bulk::initialize_batch()),
             commit_claimed: r(&commit_claimed()),
             commit_claimed_batch: r(&crate::commit_batch::commit_claimed_batch()),
             insert_events: r(&insert_events()),

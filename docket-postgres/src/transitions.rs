@@ -48,7 +48,7 @@ fn bind_ops(query: Statement<'_>, ops: OpsColumns) -> Statement<'_> {
 }
 
 /// Whether a recorded wake is due at the caller's `now` (hint subscribers only then).
-fn wake_is_due(wake_at: Option<i64>, now: i64) -> bool {
+pub(crate) fn wake_is_due(wake_at: Option<i64>, now: i64) -> bool {
     wake_at.is_some_and(|at| at <= now)
 }
 

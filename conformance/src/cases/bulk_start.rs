@@ -92,8 +92,20 @@ pub async fn a_bulk_start_stores_every_winner_as_initialize_would(env: &Env<'_>)
 /// two equal ids is a `Conflict`), a malformed proposal — fail alone with the error a single
 /// `initialize` would get, in member order; every run reads back exactly as in a store where
 /// only the winners were started one by one, so no loser wrote anything. (That a losing
-/// batch leaves the raw store byte-identical is the next case.)
+/// batch leaves the raw store byte-identical is a case of its own.)
 pub async fn losers_in_a_bulk_start_fail_alone_and_write_nothing(env: &Env<'_>) {
+    losers_fail_alone(env, true).await;
+}
+
+/// The same losers but the repeated id, so every member names a run id of its own: a store
+/// may send such a batch differently (in one statement rather than member by member), and
+/// its losers must still fail alone, in member order, with nothing of theirs written.
+pub async fn losers_with_distinct_run_ids_fail_alone_in_a_bulk_start(env: &Env<'_>) {
+    losers_fail_alone(env, false).await;
+}
+
+/// The losers cases; `repeat_an_id` adds a member repeating the first winner's run id.
+async fn losers_fail_alone(env: &Env<'_>, repeat_an_id: bool) {
     let graph = env.publish_tiny(&OwnerScope::Tenantless).await;
     env.start(&graph, "taken", t(0)).await;
     let taken_before = (
@@ -104,32 +116,33 @@ pub async fn losers_in_a_bulk_start_fail_alone_and_write_nothing(env: &Env<'_>) 
     let unpublished = tiny_graph_version(&OwnerScope::Tenantless, "g", 2);
     let mut malformed = member(&graph, "malformed", ValueMap::new(), t(5));
     malformed.proposal.checkpoint_type = CheckpointType::RunCompleted;
-    let members = vec![
-        member(&graph, "w1", map(json!({"amount": 1})), t(5)),
-        member(&graph, "taken", map(json!({"amount": 2})), t(5)),
-        member(&unpublished, "lost", ValueMap::new(), t(5)),
-        member(&graph, "w2", map(json!({"amount": 3})), t(5)),
-        member(&graph, "w1", map(json!({"amount": 4})), t(5)),
-        malformed,
-        member(&graph, "w3", map(json!({"amount": 5})), t(5)),
+    let mut members = vec![
+        (member(&graph, "w1", map(json!({"amount": 1})), t(5)), None),
+        (
+            member(&graph, "taken", map(json!({"amount": 2})), t(5)),
+            Some(K::Conflict),
+        ),
+        (
+            member(&unpublished, "lost", ValueMap::new(), t(5)),
+            Some(K::NotFound),
+        ),
+        (member(&graph, "w2", map(json!({"amount": 3})), t(5)), None),
     ];
+    if repeat_an_id {
+        members.push((
+            member(&graph, "w1", map(json!({"amount": 4})), t(5)),
+            Some(K::Conflict),
+        ));
+    }
+    members.push((malformed, Some(K::InvalidTransition)));
+    members.push((member(&graph, "w3", map(json!({"amount": 5})), t(5)), None));
+    let (members, expected): (Vec<BatchedInit>, Vec<Option<K>>) = members.into_iter().unzip();
     let outcomes = env.store().initialize_batch(members.clone()).await;
     let kinds: Vec<Option<K>> = outcomes
         .iter()
         .map(|o| o.as_ref().err().map(StoreError::kind))
         .collect();
-    assert_eq!(
-        kinds,
-        vec![
-            None,
-            Some(K::Conflict),
-            Some(K::NotFound),
-            None,
-            Some(K::Conflict),
-            Some(K::InvalidTransition),
-            None
-        ]
-    );
+    assert_eq!(kinds, expected, "each member's own answer, in order");
     for (m, outcome) in members.iter().zip(&outcomes) {
         if let Ok(run) = outcome {
             assert_eq!(
