@@ -1,11 +1,13 @@
 //! Calls that lock a run row inside a transaction release it before they return, also when
-//! they write nothing: a claim right after them must not skip the run (`SKIP LOCKED`).
+//! they write nothing: a claim right after them must not skip the run (`SKIP LOCKED`); claims
+//! skip rows locked elsewhere; a start batch that waits on a graph version another session
+//! deletes answers each member on its own.
 
 mod common;
 
 use common::*;
 use docket_core::model::{OwnerScope, Scope};
-use docket_core::store::{ReleaseWake, RunStore, StoreErrorKind};
+use docket_core::store::{GraphStore, ReleaseWake, RunStore, StoreErrorKind};
 use docket_postgres::testing::test_url;
 use sqlx::{Connection, PgConnection};
 
@@ -100,4 +102,86 @@ async fn a_claim_skips_rows_locked_elsewhere_and_still_fills_its_demand() {
         ["r00", "r01", "r02", "r03", "r04", "r10", "r11"],
         "the once-locked rows are claimed once free"
     );
+}
+
+/// Whether some session is waiting on a lock while running a statement that names `table`.
+async fn waits_on_a_lock(other: &mut PgConnection, table: &str) -> bool {
+    let waiting: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity
+         WHERE wait_event_type = 'Lock' AND position($1 in query) > 0",
+    )
+    .bind(table)
+    .fetch_one(other)
+    .await
+    .expect("pg_stat_activity");
+    waiting > 0
+}
+
+/// A start batch whose graph version is deleted between the statement's snapshot (which
+/// still sees it) and its foreign-key check (which waits for the delete, then finds the row
+/// gone) is refused whole by the server; the store sends the batch again member by member, so
+/// the member of the deleted graph is `NotFound` and its neighbour of another graph lands.
+#[tokio::test]
+async fn a_start_batch_racing_a_graph_delete_answers_each_member_on_its_own() {
+    let (store, guard) = open().await;
+    let schema = guard.schema().to_owned();
+    let kept = save_graph(&store, &OwnerScope::Tenantless).await;
+    let doomed_doc = graph_doc("g2", 0);
+    let doomed = graph_ref_of(&doomed_doc);
+    store
+        .save_graph(&OwnerScope::Tenantless, &doomed, &doomed_doc, t(0))
+        .await
+        .expect("save the doomed graph");
+    let mut deleter = PgConnection::connect(&test_url()).await.expect("connect");
+    let mut tx = deleter.begin().await.expect("begin");
+    let deleted = sqlx::query(&format!(
+        "DELETE FROM {schema}.graph_versions WHERE graph_id = $1 AND graph_hash = $2"
+    ))
+    .bind(doomed.graph_id.as_str())
+    .bind(doomed.graph_hash.as_str())
+    .execute(&mut *tx)
+    .await
+    .expect("delete the graph, uncommitted");
+    assert_eq!(deleted.rows_affected(), 1);
+
+    let members = vec![init_member(&kept, "kept"), init_member(&doomed, "doomed")];
+    let batch = tokio::spawn({
+        let store = store.clone();
+        let members = members.clone();
+        async move { store.initialize_batch(members).await }
+    });
+    // The batch's foreign-key check waits for the deleting transaction.
+    let mut watcher = PgConnection::connect(&test_url()).await.expect("connect");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let table = format!("{schema}.graph_versions");
+    while !waits_on_a_lock(&mut watcher, &table).await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the start batch never waited for the delete"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    tx.commit().await.expect("commit the delete");
+
+    let outcomes = tokio::time::timeout(std::time::Duration::from_secs(20), batch)
+        .await
+        .expect("the batch finishes once the delete committed")
+        .expect("the batch task");
+    let kinds: Vec<Option<StoreErrorKind>> = outcomes
+        .iter()
+        .map(|o| o.as_ref().err().map(|e| e.kind()))
+        .collect();
+    assert_eq!(kinds, vec![None, Some(StoreErrorKind::NotFound)]);
+    assert_eq!(
+        store
+            .fetch_run(&Scope::System, &members[0].proposal.run.id)
+            .await
+            .expect("the kept graph's run is stored"),
+        members[0].proposal.run
+    );
+    let absent = store
+        .fetch_run(&Scope::System, &members[1].proposal.run.id)
+        .await
+        .expect_err("the deleted graph's run is not stored");
+    assert_eq!(absent.kind(), StoreErrorKind::NotFound);
 }

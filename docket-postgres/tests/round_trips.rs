@@ -10,6 +10,7 @@ use common::*;
 use docket_core::model::{EventQuery, OwnerScope, Run, RunQuery, RunStatus};
 use docket_core::store::{
     ClaimPolicy, ClaimRequest, ClaimedSchedule, ReleaseWake, RunStore, StoreError,
+    StoreErrorKind as ErrorKind,
 };
 use docket_postgres::testing::{self, test_url, PostgresHarness};
 use docket_postgres::{Pooler, PostgresOptions, PostgresStore};
@@ -620,5 +621,81 @@ async fn behind_a_transaction_pooler_every_operation_costs_what_it_costs_directl
     assert!(
         direct_counts.contains(&("claim_due (tenant_fair)", 1)),
         "{direct_counts:?}"
+    );
+}
+
+/// A start batch whose run ids are distinct is one statement — one round trip, its losers
+/// (a taken run id, a graph version that is not stored) answered from the statement's own
+/// answer, no read after it. When its connection is lost after the statement was sent, every
+/// member is `Ambiguous`, and once the cut session is gone a re-read settles it: all or none.
+#[tokio::test]
+async fn a_start_batch_is_one_round_trip_and_a_lost_one_is_ambiguous_for_every_member() {
+    let (direct, guard) = open().await;
+    let proxy = Proxy::start(upstream()).await;
+    let store = proxied(guard.schema(), &proxy).await;
+    let graph = save_graph(&direct, &OwnerScope::Tenantless).await;
+    start(&direct, &OwnerScope::Tenantless, "taken", t(0)).await;
+    let unknown = graph_ref_of(&graph_doc("g1", 7));
+    // The first batch prepares the statement on the connection (one more round trip).
+    for round in 0..2 {
+        let members = vec![
+            init_member(&graph, &format!("new{round}-a")),
+            init_member(&graph, "taken"),
+            init_member(&unknown, &format!("lost{round}")),
+            init_member(&graph, &format!("new{round}-b")),
+        ];
+        let before = proxy.round_trips();
+        let outcomes = store.initialize_batch(members.clone()).await;
+        if round == 1 {
+            assert_eq!(proxy.round_trips() - before, 1, "one statement");
+        }
+        let kinds: Vec<Option<ErrorKind>> = outcomes
+            .iter()
+            .map(|o| o.as_ref().err().map(StoreError::kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                None,
+                Some(ErrorKind::Conflict),
+                Some(ErrorKind::NotFound),
+                None
+            ]
+        );
+        for (member, outcome) in members.iter().zip(&outcomes) {
+            if let Ok(run) = outcome {
+                assert_eq!(run, &member.proposal.run);
+                let stored = direct.fetch_run(&SYSTEM, &run.id).await.expect("stored");
+                assert_eq!(&stored, run);
+            }
+        }
+    }
+
+    let members = vec![init_member(&graph, "cut-a"), init_member(&graph, "cut-b")];
+    proxy.cut_after_next_execute();
+    let outcomes = store.initialize_batch(members.clone()).await;
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Err(StoreError::Ambiguous { .. }))),
+        "{outcomes:?}"
+    );
+    cut_sessions_gone(&direct, &proxy).await;
+    let mut landed = Vec::new();
+    for member in &members {
+        match direct.fetch_run(&SYSTEM, &member.proposal.run.id).await {
+            Ok(stored) => {
+                assert_eq!(stored, member.proposal.run);
+                landed.push(true);
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+                landed.push(false);
+            }
+        }
+    }
+    assert!(
+        landed.iter().all(|&l| l == landed[0]),
+        "all of the batch or none of it: {landed:?}"
     );
 }

@@ -203,6 +203,7 @@ struct Answer {
     graphless: HashSet<usize>,
 }
 
+/// The members named in `column` of the statement's answer (an `int4[]`, NULL when empty).
 fn members_of(row: &sqlx::postgres::PgRow, column: &str) -> Result<HashSet<usize>, sqlx::Error> {
     Ok(row
         .try_get::<Option<Vec<i32>>, _>(column)?

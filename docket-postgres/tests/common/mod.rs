@@ -12,8 +12,8 @@ use docket_core::model::{
     RunStatus, Scope, TenantId, Timestamp, ValueMap,
 };
 use docket_core::store::{
-    ClaimBatch, ClaimClass, ClaimLease, ClaimRequest, ClaimedCommit, ClaimedSchedule, GraphStore,
-    InitProposal, ReleaseWake, RunStore, UnclaimedCommit,
+    BatchedInit, ClaimBatch, ClaimClass, ClaimLease, ClaimRequest, ClaimedCommit, ClaimedSchedule,
+    GraphStore, InitProposal, ReleaseWake, RunStore, UnclaimedCommit,
 };
 use docket_postgres::testing::{self, PostgresHarness, SchemaGuard};
 use docket_postgres::PostgresStore;
@@ -137,6 +137,22 @@ pub async fn start(store: &PostgresStore, owner: &OwnerScope, id: &str, wake: Ti
         )
         .await
         .expect("initialize")
+}
+
+/// A start of run `id` of `graph` (owned by nobody), due at once.
+pub fn init_member(graph: &GraphRef, id: &str) -> BatchedInit {
+    let run = initialized_run(id, graph, t(0));
+    let events = vec![event(&run, 1, t(0), "init")];
+    BatchedInit {
+        owner: OwnerScope::Tenantless,
+        proposal: InitProposal {
+            run,
+            checkpoint_type: CheckpointType::RunInitialized,
+            wake_at: t(0),
+            now: t(0),
+        },
+        events,
+    }
 }
 
 /// The next moment of `run`: seq + 1, one more event, updated at `at`.
