@@ -297,6 +297,22 @@ pub(crate) struct EventArrays {
     pub occurred_at: Vec<i64>,
 }
 
+impl EventArrays {
+    /// Moves `other`'s events to the end of these arrays (a batch gathers its members' events
+    /// this way).
+    pub(crate) fn append(&mut self, other: EventArrays) {
+        self.seq.extend(other.seq);
+        self.event_type.extend(other.event_type);
+        self.step.extend(other.step);
+        self.node_id.extend(other.node_id);
+        self.channel_id.extend(other.channel_id);
+        self.task_id.extend(other.task_id);
+        self.payload.extend(other.payload);
+        self.metadata.extend(other.metadata);
+        self.occurred_at.extend(other.occurred_at);
+    }
+}
+
 /// Encodes normalized events; payload and metadata as canonical JSON, so equal maps have
 /// equal bytes and the fused commit can compare them in SQL.
 pub(crate) fn encode_events(events: &[Event]) -> Result<EventArrays, StoreError> {

@@ -22,7 +22,9 @@ use crate::error::{self, EVENT_CONFLICT, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION
 use crate::statement::Statement;
 use crate::store::{finish, scope_binds, Finish, PostgresStore};
 
-fn bind_events(query: Statement<'_>, arrays: EventArrays) -> Statement<'_> {
+/// Binds the nine event arrays in the order `sql::unnest_events` (and the batch statements)
+/// unnest them.
+pub(crate) fn bind_events(query: Statement<'_>, arrays: EventArrays) -> Statement<'_> {
     query
         .bind(arrays.seq)
         .bind(arrays.event_type)

@@ -27,7 +27,7 @@ use crate::codec::{self, EventArrays};
 use crate::error;
 use crate::statement::Statement;
 use crate::store::PostgresStore;
-use crate::transitions::wake_is_due;
+use crate::transitions::{bind_events, wake_is_due};
 
 /// `initialize_batch` for members with distinct run ids. `$1..=$18` the members' arrays
 /// (see [`InitArrays::bind`]), `$19` the events' members, `$20..=$28` the events' arrays,
@@ -140,23 +140,14 @@ impl InitArrays {
         self.notify.push(wake_is_due(ops.wake_at, now));
         self.event_member
             .extend(std::iter::repeat_n(member, events.seq.len()));
-        let all = &mut self.events;
-        all.seq.extend(events.seq);
-        all.event_type.extend(events.event_type);
-        all.step.extend(events.step);
-        all.node_id.extend(events.node_id);
-        all.channel_id.extend(events.channel_id);
-        all.task_id.extend(events.task_id);
-        all.payload.extend(events.payload);
-        all.metadata.extend(events.metadata);
-        all.occurred_at.extend(events.occurred_at);
+        self.events.append(events);
         Ok(())
     }
 
     /// Binds `$1..=$28` in the order [`initialize_batch`] unnests them.
     fn bind(self, query: Statement<'_>) -> Statement<'_> {
         let events = self.events;
-        query
+        let query = query
             .bind(self.member)
             .bind(self.run_id)
             .bind(self.scope_key)
@@ -175,16 +166,8 @@ impl InitArrays {
             .bind(self.wake_at)
             .bind(self.now)
             .bind(self.notify)
-            .bind(self.event_member)
-            .bind(events.seq)
-            .bind(events.event_type)
-            .bind(events.step)
-            .bind(events.node_id)
-            .bind(events.channel_id)
-            .bind(events.task_id)
-            .bind(events.payload)
-            .bind(events.metadata)
-            .bind(events.occurred_at)
+            .bind(self.event_member);
+        bind_events(query, events)
     }
 }
 

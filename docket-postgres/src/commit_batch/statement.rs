@@ -31,7 +31,7 @@ use crate::error::{self, EVENT_CONFLICT};
 use crate::sql::{claim_start, APPEND_IDEMPOTENTLY};
 use crate::statement::Statement;
 use crate::store::PostgresStore;
-use crate::transitions::{claimed_binds, ClaimedBinds};
+use crate::transitions::{bind_events, claimed_binds, ClaimedBinds};
 
 /// `commit_claimed_batch` for members on distinct runs. `$1..=$28` the members' arrays
 /// (see [`BatchArrays::bind`]), `$29` the events' members, `$30..=$38` the events' arrays,
@@ -199,22 +199,13 @@ impl BatchArrays {
         self.now.push(now);
         self.event_member
             .extend(std::iter::repeat_n(member, events.seq.len()));
-        let all = &mut self.events;
-        all.seq.extend(events.seq);
-        all.event_type.extend(events.event_type);
-        all.step.extend(events.step);
-        all.node_id.extend(events.node_id);
-        all.channel_id.extend(events.channel_id);
-        all.task_id.extend(events.task_id);
-        all.payload.extend(events.payload);
-        all.metadata.extend(events.metadata);
-        all.occurred_at.extend(events.occurred_at);
+        self.events.append(events);
     }
 
     /// Binds `$1..=$38` in the order [`commit_claimed_batch`] unnests them.
     fn bind(self, query: Statement<'_>) -> Statement<'_> {
         let events = self.events;
-        query
+        let query = query
             .bind(self.member)
             .bind(self.run_id)
             .bind(self.system)
@@ -243,16 +234,8 @@ impl BatchArrays {
             .bind(self.allowed)
             .bind(self.notify)
             .bind(self.now)
-            .bind(self.event_member)
-            .bind(events.seq)
-            .bind(events.event_type)
-            .bind(events.step)
-            .bind(events.node_id)
-            .bind(events.channel_id)
-            .bind(events.task_id)
-            .bind(events.payload)
-            .bind(events.metadata)
-            .bind(events.occurred_at)
+            .bind(self.event_member);
+        bind_events(query, events)
     }
 }
 
