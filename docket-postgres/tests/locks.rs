@@ -185,3 +185,52 @@ async fn a_start_batch_racing_a_graph_delete_answers_each_member_on_its_own() {
         .expect_err("the deleted graph's run is not stored");
     assert_eq!(absent.kind(), StoreErrorKind::NotFound);
 }
+
+/// Start batches racing over the same run ids, each naming them in its own order: every id
+/// has exactly one winner, every other claimant of it is answered `Conflict`, and no batch
+/// fails or deadlocks (each inserts in run-id order, so two batches meet on their shared ids
+/// in the same order).
+#[tokio::test]
+async fn racing_start_batches_over_the_same_run_ids_give_each_id_one_winner() {
+    let (store, _guard) = open().await;
+    let graph = save_graph(&store, &OwnerScope::Tenantless).await;
+    let ids: Vec<String> = (0..24).map(|i| format!("race{i:02}")).collect();
+    let mut tasks = Vec::new();
+    for racer in 0..8_usize {
+        // Each racer walks the ids from its own offset, half of them backwards.
+        let mut order: Vec<String> = ids.clone();
+        order.rotate_left(racer * 3);
+        if racer % 2 == 1 {
+            order.reverse();
+        }
+        let members: Vec<_> = order.iter().map(|id| init_member(&graph, id)).collect();
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let outcomes = store.initialize_batch(members).await;
+            order.into_iter().zip(outcomes).collect::<Vec<_>>()
+        }));
+    }
+    let mut winners = std::collections::HashMap::<String, usize>::new();
+    for task in tasks {
+        let outcomes = tokio::time::timeout(std::time::Duration::from_secs(60), task)
+            .await
+            .expect("no batch deadlocks")
+            .expect("the racer's task");
+        for (id, outcome) in outcomes {
+            match outcome {
+                Ok(run) => {
+                    assert_eq!(run.id.as_str(), id);
+                    *winners.entry(id).or_default() += 1;
+                }
+                Err(e) => assert_eq!(e.kind(), StoreErrorKind::Conflict, "{id}: {e}"),
+            }
+        }
+    }
+    for id in &ids {
+        assert_eq!(winners.get(id), Some(&1), "{id} has exactly one winner");
+        store
+            .fetch_run(&Scope::System, &rid(id))
+            .await
+            .expect("every id is stored");
+    }
+}
