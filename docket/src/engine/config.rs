@@ -60,7 +60,10 @@ pub struct PrunerConfig {
 /// `WorkerConfig::default()` holds the defaults of `docs/engine.md`, “Configuration”.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkerConfig {
-    /// Most vehicles alive at once. Default 10.
+    /// Most vehicles running nodes at once. Default 10. A vehicle that has sent the last
+    /// commit of its drain no longer counts, so the next run is claimed while that commit
+    /// travels: briefly, the worker may hold more claims than this (`docs/engine.md`, “The
+    /// dispatcher”).
     pub concurrency: usize,
     /// Milliseconds between scheduled polls (each jittered within `1..=interval`). Default 1 s.
     pub poll_interval_ms: u64,

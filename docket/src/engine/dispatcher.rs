@@ -1,6 +1,9 @@
 //! The dispatcher (`docs/engine.md`, “The dispatcher”): one per worker. Demand = concurrency − live
-//! vehicles; at most one claim poll in flight, further requests coalesce into one pending poll;
-//! polls on start, on a jittered timer, on a wake hint and on every vehicle exit.
+//! vehicles that have not yet sent the last commit of their drain
+//! ([`super::finishing::Finishing`]); at most one
+//! claim poll in flight, further requests coalesce into one pending poll; polls on start, on a
+//! jittered timer, on a wake hint, when a vehicle sends its last commit and on every vehicle
+//! exit.
 //!
 //! Store work never runs in the dispatcher loop itself: polls run on their own task (through
 //! the [`AdmissionPhase`]), vehicles on theirs, and releases of leases that could not be
@@ -122,6 +125,10 @@ pub(crate) struct Settings {
 pub(crate) struct Shared {
     /// Runs whose claims live vehicles hold.
     pub live: Mutex<HashMap<tokio::task::Id, RunId>>,
+    /// Live vehicles whose last commit is in flight: they run no more nodes, so their slots
+    /// count as free for the next claim (see [`super::finishing::Finishing`]). The dispatcher removes a vehicle
+    /// when it reaps it, with its entry in `live`.
+    pub finishing: Mutex<std::collections::HashSet<tokio::task::Id>>,
 }
 
 impl Shared {
@@ -237,9 +244,7 @@ impl Dispatcher {
                     if let Err(e) = &exit {
                         tracing::warn!(error = %e, "docket.vehicle.crash");
                     }
-                    if let Ok(mut live) = self.shared.live.lock() {
-                        live.remove(&id);
-                    }
+                    self.reaped(id);
                     self.request(&mut state, PollSource::VehicleExit);
                 }
                 hint = next_hint(&mut wakeups), if wakeups.is_some() => match hint {
@@ -263,10 +268,27 @@ impl Dispatcher {
         }
     }
 
+    /// Forgets a vehicle whose task ended.
+    fn reaped(&self, id: tokio::task::Id) {
+        if let Ok(mut live) = self.shared.live.lock() {
+            live.remove(&id);
+        }
+        if let Ok(mut finishing) = self.shared.finishing.lock() {
+            finishing.remove(&id);
+        }
+    }
+
+    /// Vehicles that still take a slot: the live ones less those whose last commit is in
+    /// flight.
+    fn occupied(&self, state: &Loop) -> usize {
+        let finishing = self.shared.finishing.lock().map_or(0, |f| f.len());
+        state.vehicles.len().saturating_sub(finishing)
+    }
+
     fn demand(&self, state: &Loop) -> usize {
         self.settings
             .concurrency
-            .saturating_sub(state.vehicles.len())
+            .saturating_sub(self.occupied(state))
     }
 
     /// Starts a poll, or marks one pending if a poll is in flight.
@@ -390,7 +412,7 @@ impl Dispatcher {
             }
         }
         for lease in batch.leases {
-            if state.vehicles.len() >= self.settings.concurrency {
+            if self.occupied(state) >= self.settings.concurrency {
                 self.release_unlaunched(lease, "capacity");
                 continue;
             }
@@ -462,9 +484,7 @@ impl Dispatcher {
                         Ok((id, ())) => *id,
                         Err(e) => e.id(),
                     };
-                    if let Ok(mut live) = self.shared.live.lock() {
-                        live.remove(&id);
-                    }
+                    self.reaped(id);
                 }
                 Ok(None) | Err(_) => break,
             }

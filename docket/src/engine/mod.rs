@@ -24,6 +24,7 @@ mod compiler;
 mod config;
 mod dispatcher;
 mod drain_runs;
+mod finishing;
 mod group_commit;
 mod idle;
 mod outcome;

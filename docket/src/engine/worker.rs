@@ -16,6 +16,7 @@ use super::dispatcher::{
     Dispatcher, DispatcherExit, Launcher, Settings, Shared, VehicleLauncher,
     MAX_PERMANENT_POLL_FAILURES,
 };
+use super::finishing::Finishing;
 use super::stats::WorkerStats;
 use super::vehicle::Vehicle;
 use super::{pruner, Engine};
@@ -159,12 +160,14 @@ impl WorkerBuilder {
         let config = &e.config;
         let (stop, stop_rx) = watch::channel(false);
         let (requests, requests_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared::default());
         let launcher = self.launcher.unwrap_or_else(|| {
             Arc::new(VehicleLauncher::new(
-                Vehicle::new(&self.engine, Arc::clone(&self.stats)).with_stop(stop_rx.clone()),
+                Vehicle::new(&self.engine, Arc::clone(&self.stats))
+                    .with_stop(stop_rx.clone())
+                    .with_finishing(Finishing::new(Arc::clone(&shared), requests.clone())),
             ))
         });
-        let shared = Arc::new(Shared::default());
         let dispatcher = Dispatcher {
             backend: Arc::clone(&e.backend),
             clock: Arc::clone(&e.clock),

@@ -30,6 +30,8 @@ pub enum CommitScript {
     ApplyThenAmbiguous,
     /// Report an ambiguous outcome without applying.
     AmbiguousNotApplied,
+    /// Wait for a permit of the semaphore, then apply the commit.
+    Gate(Arc<Semaphore>),
 }
 
 /// Counts and scripts around a real memory store.
@@ -165,6 +167,12 @@ impl StoreLayer for Scripted {
             Some(CommitScript::AmbiguousNotApplied) => Err(StoreError::ambiguous(Message(
                 "connection lost before COMMIT".into(),
             ))),
+            Some(CommitScript::Gate(gate)) => {
+                if let Ok(permit) = gate.acquire().await {
+                    permit.forget();
+                }
+                self.inner.commit_claimed(scope, proposal, events).await
+            }
         }
     }
 

@@ -30,6 +30,7 @@ use docket_core::runtime::{
 };
 use docket_core::store::{ClaimLease, StoreError};
 
+use super::finishing::Finishing;
 use super::outcome::{BudgetFired, DrainOutcome, Drained, VehicleError};
 use super::stats::{Counter, WorkerStats};
 use super::{Engine, EngineInner};
@@ -44,6 +45,7 @@ pub struct Vehicle {
     stats: Arc<WorkerStats>,
     use_cache: bool,
     stop: Option<watch::Receiver<bool>>,
+    finishing: Option<Finishing>,
 }
 
 impl Vehicle {
@@ -56,6 +58,7 @@ impl Vehicle {
             engine: engine.clone(),
             stats,
             stop: None,
+            finishing: None,
         }
     }
 
@@ -71,6 +74,14 @@ impl Vehicle {
     #[must_use]
     pub(crate) fn with_stop(mut self, stop: watch::Receiver<bool>) -> Self {
         self.stop = Some(stop);
+        self
+    }
+
+    /// Makes the vehicle announce its last commit of a drain to `finishing`, so its
+    /// dispatcher claims the next run while that commit is in flight.
+    #[must_use]
+    pub(crate) fn with_finishing(mut self, finishing: Finishing) -> Self {
+        self.finishing = Some(finishing);
         self
     }
 
@@ -104,6 +115,7 @@ impl Vehicle {
             lease,
             committed: 0,
             started_ms: None,
+            announced: false,
         };
         async move {
             let result = drain.run().await;
@@ -122,6 +134,8 @@ struct Drain<'a> {
     scope: Scope,
     committed: u32,
     started_ms: Option<u64>,
+    /// Whether the last commit has been announced to the dispatcher.
+    announced: bool,
 }
 
 impl Drain<'_> {
@@ -234,8 +248,17 @@ impl Drain<'_> {
             };
             let (moment, fired) = self.maybe_yield(moment)?;
             let committed = match self.pure_successor(rtg, &moment).await {
-                Some(last) => self.commit_chain(moment, last, run.checkpoint_seq).await?,
-                None => self.commit(moment, run.checkpoint_seq).await?,
+                Some(last) => {
+                    // A chain ends with the run's completion or failure: the drain's last.
+                    self.announce_finishing();
+                    self.commit_chain(moment, last, run.checkpoint_seq).await?
+                }
+                None => {
+                    if moment.disposition != Disposition::Continue {
+                        self.announce_finishing();
+                    }
+                    self.commit(moment, run.checkpoint_seq).await?
+                }
             };
             match committed {
                 Commit::Committed {
@@ -244,13 +267,36 @@ impl Drain<'_> {
                 } => {
                     self.committed += 1;
                     match disposition {
-                        Disposition::Continue => run = *next,
+                        Disposition::Continue => {
+                            self.withdraw_finishing();
+                            run = *next;
+                        }
                         Disposition::Park { kind, .. } => {
                             return Ok((DrainOutcome::Parked(kind), fired))
                         }
                     }
                 }
                 Commit::NotCommitted(outcome) => return Ok((outcome, None)),
+            }
+        }
+    }
+
+    /// Tells the dispatcher (once per drain) that the commit about to be sent is the drain's
+    /// last: whatever it answers, the vehicle runs no more nodes.
+    fn announce_finishing(&mut self) {
+        if !self.announced {
+            self.announced = true;
+            if let Some(finishing) = &self.vehicle.finishing {
+                finishing.announce();
+            }
+        }
+    }
+
+    /// Takes the announcement back when the drain continues after all.
+    fn withdraw_finishing(&mut self) {
+        if std::mem::take(&mut self.announced) {
+            if let Some(finishing) = &self.vehicle.finishing {
+                finishing.withdraw();
             }
         }
     }
