@@ -10,21 +10,11 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use docket::core::model::{RunId, RunStatus};
-use docket::engine::{Jitter, Worker, WorkerConfig};
+use docket::engine::{Worker, WorkerConfig};
 
 use support::graphs::steps;
 use support::scripted::{CommitScript, Scripted};
-use support::{Parts, VFx};
-
-/// The timer always waits the full interval, so no scheduled poll claims for the test.
-#[derive(Debug)]
-struct FullInterval;
-
-impl Jitter for FullInterval {
-    fn jitter(&self, n: u64) -> u64 {
-        n
-    }
-}
+use support::{FullInterval, Parts, VFx};
 
 const LIMIT: Duration = Duration::from_secs(5);
 

@@ -12,21 +12,11 @@ use tokio::sync::Semaphore;
 
 use docket::core::model::{RunId, RunStatus};
 use docket::core::store::{ClaimClass, ClaimLease, PoisonedClaim, RunStore};
-use docket::engine::{Jitter, LaunchError, Launcher, Worker, WorkerConfig, WorkerFailure};
+use docket::engine::{LaunchError, Launcher, Worker, WorkerConfig, WorkerFailure};
 
 use support::graphs::{endless, steps};
 use support::scripted::Scripted;
-use support::{poll_until, Parts, VFx};
-
-/// The timer always waits the full interval (no jittered early polls during a test).
-#[derive(Debug)]
-struct FullInterval;
-
-impl Jitter for FullInterval {
-    fn jitter(&self, n: u64) -> u64 {
-        n
-    }
-}
+use support::{poll_until, FullInterval, Parts, VFx};
 
 /// Launches "vehicles" that end only when a permit is added (or panic / fail on request).
 #[derive(Debug)]

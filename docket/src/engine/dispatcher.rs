@@ -1,9 +1,8 @@
-//! The dispatcher (`docs/engine.md`, “The dispatcher”): one per worker. Demand = concurrency − live
-//! vehicles that have not yet sent the last commit of their drain
-//! ([`super::finishing::Finishing`]); at most one
-//! claim poll in flight, further requests coalesce into one pending poll; polls on start, on a
-//! jittered timer, on a wake hint, when a vehicle sends its last commit and on every vehicle
-//! exit.
+//! The dispatcher (`docs/engine.md`, “The dispatcher”): one per worker. Demand = concurrency −
+//! live vehicles that have not yet sent the last commit of their drain
+//! ([`super::finishing::Finishing`]); at most one claim poll in flight, further requests
+//! coalesce into one pending poll; polls on start, on a jittered timer, on a wake hint, when a
+//! vehicle sends its last commit and on every vehicle exit.
 //!
 //! Store work never runs in the dispatcher loop itself: polls run on their own task (through
 //! the [`AdmissionPhase`]), vehicles on theirs, and releases of leases that could not be
@@ -126,8 +125,8 @@ pub(crate) struct Shared {
     /// Runs whose claims live vehicles hold.
     pub live: Mutex<HashMap<tokio::task::Id, RunId>>,
     /// Live vehicles whose last commit is in flight: they run no more nodes, so their slots
-    /// count as free for the next claim (see [`super::finishing::Finishing`]). The dispatcher removes a vehicle
-    /// when it reaps it, with its entry in `live`.
+    /// count as free for the next claim (see [`super::finishing::Finishing`]). The dispatcher
+    /// removes a vehicle when it reaps it, with its entry in `live`.
     pub finishing: Mutex<std::collections::HashSet<tokio::task::Id>>,
 }
 

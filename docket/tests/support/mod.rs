@@ -280,3 +280,14 @@ impl VFx {
             .collect()
     }
 }
+
+/// A jitter that always waits the full poll interval, so no early scheduled poll claims
+/// during a test.
+#[derive(Debug)]
+pub struct FullInterval;
+
+impl docket::engine::Jitter for FullInterval {
+    fn jitter(&self, n: u64) -> u64 {
+        n
+    }
+}
