@@ -386,23 +386,6 @@ async fn drain_rate(pending: u64, policy: ClaimPolicy, limit: NonZeroU32) -> Res
         .map_err(|e| format!("vacuum: {e}"))?;
     // Every run due at `at`: the bulk wakes spread around `now`.
     let at = now.add_millis(i64::try_from(pending).unwrap_or(i64::MAX) + 1);
-    // Each claimer's connection opened, its statements prepared and (under `TenantFair`) the
-    // claim function planned before the clock starts: a claim at `now - 1 h` finds nothing
-    // due, so it leases nothing. The claims run at once, so each holds its own connection.
-    let warm_up = ClaimRequest {
-        policy,
-        now: now.add_millis(-3_600_000),
-        limit,
-        orphan_ttl_ms: 3_600_000,
-        max_claim_attempts: NonZeroU32::MIN.saturating_add(4),
-        preference: None,
-    };
-    let warmed = futures::future::try_join_all((0..10).map(|_| store.claim_due(&warm_up)))
-        .await
-        .map_err(failed("warm-up claim"))?;
-    if warmed.iter().any(|batch| !batch.leases.is_empty()) {
-        return Err("a warm-up claim leased a run".to_owned());
-    }
     let request = ClaimRequest {
         policy,
         now: at,
@@ -411,6 +394,19 @@ async fn drain_rate(pending: u64, policy: ClaimPolicy, limit: NonZeroU32) -> Res
         max_claim_attempts: NonZeroU32::MIN.saturating_add(4),
         preference: None,
     };
+    // Each claimer's connection opened, its statements prepared and (under `TenantFair`) the
+    // claim function planned before the clock starts: a claim at `now - 1 h` finds nothing
+    // due, so it leases nothing. The claims run at once, so each holds its own connection.
+    let warm_up = ClaimRequest {
+        now: now.add_millis(-3_600_000),
+        ..request
+    };
+    let warmed = futures::future::try_join_all((0..10).map(|_| store.claim_due(&warm_up)))
+        .await
+        .map_err(failed("warm-up claim"))?;
+    if warmed.iter().any(|batch| !batch.leases.is_empty()) {
+        return Err("a warm-up claim leased a run".to_owned());
+    }
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..10 {
