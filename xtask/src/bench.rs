@@ -1,9 +1,8 @@
-//! `cargo xtask bench [--backend sqlite|postgres|postgres-pgbouncer|redis|all|A,B…] [--smoke]
-//! [--seconds S] [--concurrency N] [--scale off|smoke|quick|full]`: builds the release
-//! `docket` binary with every backend and
-//! runs `docket bench` once per backend against a store made for it — a new SQLite file under
-//! `target/bench/`, a new PostgreSQL schema and a new Redis namespace on the local servers —
-//! deleted again after a successful run (`--cleanup`). `postgres-pgbouncer` is the PostgreSQL
+//! `cargo xtask bench [--backend sqlite|postgres|postgres-pgbouncer|redis|all|A,B…]
+//! [--smoke|--quick] [--seconds S] [--concurrency N] [--scale off|smoke|quick|full]`: builds the
+//! release `docket` binary with every backend and runs `docket bench` once per backend against
+//! a store made for it — a new SQLite file under `target/bench/`, a new PostgreSQL schema and a
+//! new Redis namespace on the local servers — deleted again after a successful run (`--cleanup`). `postgres-pgbouncer` is the PostgreSQL
 //! store (and its floor) through a private PgBouncer in transaction mode (`pooler=transaction`,
 //! LISTEN direct through `listen_url`); when both PostgreSQL variants ran, the end-to-end
 //! runs/s through PgBouncer are printed beside the direct figure with their ratio. The tables
@@ -12,7 +11,10 @@
 //!
 //! `--smoke` runs ≈2.5 s per backend (0.5 s windows, 200-run claim pools, a 200-run drain, a 200-run backlog
 //! beside four 10-run tenants in the fairness figure, the scale figures at tiny sizes): enough
-//! to prove the machinery and its verification work, not to quote. `--scale quick` adds the
+//! to prove the machinery and its verification work, not to quote. `--quick` is every figure
+//! with the scale figures at their quick sizes in a few minutes per backend: 1 s windows, a
+//! 5,000-run drain and a 2,000-run backlog beside the fairness figure's small tenants (flags
+//! after it override its choices). `--scale quick` adds the
 //! scale figures at sizes that keep a backend within minutes, `--scale full` at the sizes they
 //! are defined at (long: by hand only); with a scale, the sweep's curve goes to
 //! `target/bench/<backend>-curve.png`. Not part of `ci` (it needs a release build of its own).
@@ -87,12 +89,18 @@ fn parse(args: &[String]) -> Result<Args> {
                 parsed.fairness_runs = "10".into();
                 parsed.scale = "smoke".into();
             }
+            "--quick" => {
+                parsed.seconds = "1".into();
+                parsed.drain_runs = "5000".into();
+                parsed.fairness_backlog = "2000".into();
+                parsed.scale = "quick".into();
+            }
             "--scale" => parsed.scale = value()?,
             other => {
                 return Err(format!(
                     "unexpected argument {other:?}; expected [--backend \
-                     sqlite|postgres|postgres-pgbouncer|redis|all|A,B…] [--smoke] [--seconds S] \
-                     [--concurrency N] [--scale off|smoke|quick|full]"
+                     sqlite|postgres|postgres-pgbouncer|redis|all|A,B…] [--smoke|--quick] \
+                     [--seconds S] [--concurrency N] [--scale off|smoke|quick|full]"
                 ))
             }
         }

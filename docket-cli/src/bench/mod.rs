@@ -36,6 +36,7 @@ mod fairness;
 mod floor;
 mod moments;
 mod probe;
+mod progress;
 mod registry;
 mod report;
 mod rss;
@@ -223,6 +224,8 @@ pub(crate) struct Ctx {
     pub docket: Docket,
     /// The options.
     pub options: BenchOptions,
+    /// Reports each phase's end on stderr.
+    pub progress: Arc<progress::Progress>,
     /// The store's URL (`None` for a custom store; see [`target::Target::url`]).
     pub url: Option<String>,
 }
@@ -279,29 +282,50 @@ async fn measure(
         docket,
         options: options.clone(),
         url: target.url.clone(),
+        progress: Arc::new(progress::Progress::new(&target.backend_name)),
     };
     // Read first, so a server that cannot answer fails the bench before anything is measured.
     let server = ctx.floor.server_settings().await?;
     let measured = async {
-        let e2e = e2e::run(&ctx, "e2e", moments::CHAIN).await?;
-        let e2e_single = e2e::run(&ctx, "e2e1", moments::SINGLE).await?;
+        let p = &ctx.progress;
+        let e2e = p
+            .phase(
+                "(c) 3-node end to end",
+                e2e::run(&ctx, "e2e", moments::CHAIN),
+            )
+            .await?;
+        let e2e_single = p
+            .phase(
+                "(c) 1-node end to end",
+                e2e::run(&ctx, "e2e1", moments::SINGLE),
+            )
+            .await?;
         let drained = match options.drain_runs {
             0 => None,
-            runs => Some(drain::run(&ctx, moments::SINGLE, runs).await?),
+            runs => Some(
+                p.phase("(c) 1-node drain", drain::run(&ctx, moments::SINGLE, runs))
+                    .await?,
+            ),
         };
-        let commits = commits::run(&ctx, "commit").await?;
-        let claims = claims::run(&ctx).await?;
-        let fair_claims = fair_claims::run(&ctx).await?;
-        let registry = registry::run(&ctx).await?;
+        let commits = p
+            .phase("(a) fenced commits", commits::run(&ctx, "commit"))
+            .await?;
+        let claims = p.phase("(b) claims", claims::run(&ctx)).await?;
+        let fair_claims = p
+            .phase("(b) tenant-fair claims", fair_claims::run(&ctx))
+            .await?;
+        let registry = p.phase("(f) registry", registry::run(&ctx)).await?;
         // (e) is read before the long commit histories are paged back in.
         let peak_rss = rss::peak_kib();
-        let store_commits = commits::verify(&ctx, &commits).await?;
+        let store_commits = p
+            .phase("(a) histories verified", commits::verify(&ctx, &commits))
+            .await?;
         let scale = match &options.scale {
             Some(scale) => Some(scale::run(&ctx, scale).await?),
             None => None,
         };
         // Last: its tenant-fair phase leaves the large tenant's remaining runs due.
-        let fairness = fairness::run(&ctx).await?;
+        let fairness = p.phase("(t) fairness", fairness::run(&ctx)).await?;
         Ok::<_, BenchError>((
             e2e,
             e2e_single,

@@ -55,6 +55,7 @@ pub(crate) async fn run(ctx: &Ctx, levels: &[usize], window: Window) -> Result<S
                 ..ctx.options.clone()
             },
             url: ctx.url.clone(),
+            progress: Arc::clone(&ctx.progress),
         };
         let commits = commits::run(&level, &format!("sweep-a{c}")).await?;
         let store = commits::verify(&level, &commits).await?;

@@ -2,6 +2,9 @@
 //! starts the run after claiming it (its first node call, `bench::started`), with the store's push hints on and with them hidden, so the worker only finds the
 //! run on its jittered poll. The poll interval is the floor either way: a hint is worth having
 //! only if it beats the poll, and without hints the wait must still end within one interval.
+//! Each sample is also counted from `start_run`'s return, when the run is committed and due:
+//! no worker can see a run before that, and a start whose own commit stalls on the store's
+//! disk (a WAL flush waiting behind a checkpoint) otherwise shows up as a late wakeup.
 //!
 //! Samples are taken one at a time on an otherwise idle worker: each run is started a random
 //! 2–12 ms after the previous one finished (so no poll triggered by that run's vehicle exit is
@@ -47,8 +50,11 @@ const SAMPLE_GRACE: Duration = Duration::from_secs(30);
 
 /// One mode's samples, verified.
 pub(crate) struct Wakeups {
-    /// Start-to-first-read latencies.
+    /// Start-to-first-read latencies: from the `start_run` call.
     pub latency: Histogram<u64>,
+    /// The same samples from `start_run`'s return — the run committed and due — to the first
+    /// read: the part the worker answers for, without the store's own commit of the start.
+    pub after_start: Histogram<u64>,
     /// What the verification proved.
     pub verified: String,
 }
@@ -80,10 +86,11 @@ struct Split {
 }
 
 /// What one lane measured: each sample's start-to-first-read latency, the `start_run` part
-/// of it, the slowest sample's [`Split`], and the claim calls that failed.
+/// of it and the rest, the slowest sample's [`Split`], and the claim calls that failed.
 struct Sampled {
     latency: Histogram<u64>,
     starts: Histogram<u64>,
+    after_start: Histogram<u64>,
     slowest: Split,
     claim_failures: u64,
 }
@@ -125,6 +132,7 @@ pub(crate) async fn run(
     }))
     .await;
     let (mut latency, mut starts, mut slowest) = (histogram(), histogram(), Split::default());
+    let mut after_start = histogram();
     let mut claim_failures = 0;
     let merge = |e: hdrhistogram::errors::AdditionError| {
         BenchError::Setup(format!("merging wakeup histograms: {e}"))
@@ -133,6 +141,7 @@ pub(crate) async fn run(
         let lane = lane?;
         latency.add(&lane.latency).map_err(merge)?;
         starts.add(&lane.starts).map_err(merge)?;
+        after_start.add(&lane.after_start).map_err(merge)?;
         if lane.slowest.total > slowest.total {
             slowest = lane.slowest;
         }
@@ -162,6 +171,7 @@ pub(crate) async fn run(
     };
     Ok(Wakeups {
         latency,
+        after_start,
         verified: format!(
             "(h) push hints {mode}: {placement} polling every {poll_ms} ms, done with n = 1 and \
              a sound history; no fence loss, crash, discard, abandon or poison; start_run p50 \
@@ -251,6 +261,7 @@ async fn sample_lane(
     let worker = docket.start_worker();
     let stats = Arc::clone(worker.stats());
     let (mut latency, mut starts, mut slowest) = (histogram(), histogram(), Split::default());
+    let mut after_start = histogram();
     let mut failure: Option<BenchError> = None;
     let limit = Duration::from_millis(poll_ms) + SAMPLE_GRACE;
     for (done, &i) in indexes.iter().enumerate() {
@@ -277,6 +288,7 @@ async fn sample_lane(
         };
         record(&mut latency, read - asked);
         record(&mut starts, started);
+        record(&mut after_start, (read - asked).saturating_sub(started));
         if read - asked > slowest.total {
             let returned = asked + started;
             let (began, claimed) = watch.0.target_claim().unwrap_or((read, read));
@@ -323,6 +335,7 @@ async fn sample_lane(
     Ok(Sampled {
         latency,
         starts,
+        after_start,
         slowest,
         claim_failures: watch.0.claim_failures(),
     })
