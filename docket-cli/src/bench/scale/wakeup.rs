@@ -1,10 +1,10 @@
 //! (h) Wakeup latency: from the `start_run` call to the moment a vehicle of an idle worker
-//! starts the run after claiming it (its first node call, `bench::started`), with the store's push hints on and with them hidden, so the worker only finds the
-//! run on its jittered poll. The poll interval is the floor either way: a hint is worth having
+//! starts the run after claiming it (its first node call, `bench::started`), with the store's
+//! push hints on and with them hidden, so the worker only finds the run on its jittered poll. The poll interval is the floor either way: a hint is worth having
 //! only if it beats the poll, and without hints the wait must still end within one interval.
 //! Each sample is also counted from `start_run`'s return, when the run is committed and due:
 //! no worker can see a run before that, and a start whose own commit stalls on the store's
-//! disk (a WAL flush waiting behind a checkpoint) otherwise shows up as a late wakeup.
+//! disk (a WAL flush or an fsync that stalls) otherwise shows up as a late wakeup.
 //!
 //! Samples are taken one at a time on an otherwise idle worker: each run is started a random
 //! 2–12 ms after the previous one finished (so no poll triggered by that run's vehicle exit is
