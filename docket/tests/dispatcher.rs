@@ -497,9 +497,15 @@ async fn transient_claim_failures_back_off_and_never_stop_the_worker() {
     worker.shutdown().await;
 }
 
-/// Starts an idle worker (nothing due, full-interval jitter) on a store whose claims take
-/// `claim_ms`, and returns how far apart its first four polls started.
-async fn scheduled_poll_gaps(poll_interval_ms: u64, claim_ms: u64) -> Vec<Duration> {
+/// Starts an idle worker (nothing due, full-interval jitter) on a store whose first claims
+/// take `first_claims_ms`, one each, and every later one `claim_ms`, and returns how far apart
+/// its first `polls` polls started.
+async fn scheduled_poll_gaps(
+    poll_interval_ms: u64,
+    first_claims_ms: &[u64],
+    claim_ms: u64,
+    polls: usize,
+) -> Vec<Duration> {
     let fx = VFx::with(
         WorkerConfig {
             concurrency: 1,
@@ -512,16 +518,18 @@ async fn scheduled_poll_gaps(poll_interval_ms: u64, claim_ms: u64) -> Vec<Durati
         },
     );
     fx.store.delay_claims(Duration::from_millis(claim_ms));
+    fx.store
+        .delay_next_claims(first_claims_ms.iter().map(|ms| Duration::from_millis(*ms)));
     let worker = Worker::builder(fx.docket.engine())
         .launcher(Arc::new(Held::default()))
         .start();
     poll_until(LIMIT, || {
-        fx.store.claim_starts.lock().expect("lock").len() >= 4
+        fx.store.claim_starts.lock().expect("lock").len() >= polls
     })
     .await;
     let starts = fx.store.claim_starts.lock().expect("lock").clone();
     worker.shutdown().await;
-    starts.windows(2).map(|w| w[1] - w[0]).collect()
+    starts[..polls].windows(2).map(|w| w[1] - w[0]).collect()
 }
 
 /// The poll timer counts the interval from the start of the last poll less what that poll
@@ -532,7 +540,7 @@ async fn scheduled_poll_gaps(poll_interval_ms: u64, claim_ms: u64) -> Vec<Durati
 /// times exact.
 #[tokio::test(start_paused = true)]
 async fn scheduled_polls_finish_one_interval_after_the_previous_poll_started() {
-    let gaps = scheduled_poll_gaps(100, 30).await;
+    let gaps = scheduled_poll_gaps(100, &[], 30, 4).await;
     assert!(
         gaps.iter().all(|gap| *gap == Duration::from_millis(70)),
         "scheduled polls started {gaps:?} apart"
@@ -543,9 +551,31 @@ async fn scheduled_polls_finish_one_interval_after_the_previous_poll_started() {
 /// busy loop and not an interval after each slow poll.
 #[tokio::test(start_paused = true)]
 async fn a_store_slower_than_the_interval_is_polled_back_to_back() {
-    let gaps = scheduled_poll_gaps(20, 50).await;
+    let gaps = scheduled_poll_gaps(20, &[], 50, 4).await;
     assert!(
         gaps.iter().all(|gap| *gap == Duration::from_millis(51)),
         "polls of a 50 ms store started {gaps:?} apart"
     );
+}
+
+/// A slow poll is allowed for in the polls after it, not only in the next one: with a 100 ms
+/// interval and claims of 10, 40, 10, 10, 10 ms, the polls after the slow one start 60 ms
+/// apart (each finishes at most 100 ms after the one before started if it is no slower than
+/// that 40 ms poll); counting only the last poll's duration would start them 90 ms apart, and
+/// a 40 ms poll after a 10 ms one would finish 130 ms after its predecessor started.
+#[tokio::test(start_paused = true)]
+async fn a_slow_poll_is_allowed_for_in_the_polls_after_it() {
+    let gaps = scheduled_poll_gaps(100, &[10, 40, 10, 10, 10], 10, 5).await;
+    let ms = |n| Duration::from_millis(n);
+    assert_eq!(gaps, vec![ms(90), ms(60), ms(60), ms(60)]);
+}
+
+/// A stall longer than the interval makes the next poll start 1 ms after it, and the polls
+/// after that allow for it with at most half the interval, so one stall does not make the
+/// worker poll back to back for the next several polls.
+#[tokio::test(start_paused = true)]
+async fn a_stall_counts_for_at_most_half_the_interval_afterwards() {
+    let gaps = scheduled_poll_gaps(100, &[10, 300, 10, 10], 10, 5).await;
+    let ms = |n| Duration::from_millis(n);
+    assert_eq!(gaps, vec![ms(90), ms(301), ms(50), ms(50)]);
 }

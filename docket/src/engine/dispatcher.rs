@@ -28,6 +28,7 @@ use docket_core::store::{
 
 use super::admission::AdmissionPhase;
 use super::clock::Jitter;
+use super::poll_pace::{next_poll_at, RecentPolls};
 use super::stats::{Counter, WorkerStats};
 use super::vehicle::Vehicle;
 use super::worker::ShutdownReport;
@@ -182,6 +183,8 @@ struct Loop {
     timer_at: Option<Instant>,
     /// When the poll in flight (or the last one) started.
     poll_started: Option<Instant>,
+    /// How long the latest successful polls took (paces the timer).
+    recent_polls: RecentPolls,
     /// Failed polls since the last successful one (backs the timer off).
     failed_polls: u32,
     /// Of those, the ones that failed permanently.
@@ -204,6 +207,7 @@ impl Dispatcher {
             pending: false,
             timer_at: None,
             poll_started: None,
+            recent_polls: RecentPolls::default(),
             failed_polls: 0,
             permanent_failures: 0,
             gave_up: None,
@@ -354,22 +358,19 @@ impl Dispatcher {
     }
 
     /// Arms the poll timer after a poll finished: the same delay, counted from the start of
-    /// that poll less the time it took, so that the next poll *finishes* about one delay after
-    /// the last one started. A run that becomes due just after a poll read the store is then
-    /// claimed within about one poll interval, not an interval plus the polls on either side
-    /// (measured by the bench's wakeup figure without push hints). Never sooner than 1 ms from
-    /// now, so a store slower than the interval is polled back to back, not in a busy loop.
+    /// that poll less an allowance for the next poll's duration ([`next_poll_at`]), so that
+    /// the next poll *finishes* about one delay after the last one started. A run that becomes
+    /// due just after a poll read the store is then claimed within about one poll interval,
+    /// not an interval plus the polls on either side (measured by the bench's wakeup figure
+    /// without push hints). Never sooner than 1 ms from now, so a store slower than the
+    /// interval is polled back to back, not in a busy loop.
     fn arm_timer_after_poll(&self, state: &mut Loop) {
         let now = Instant::now();
         let delay = Duration::from_millis(self.timer_delay_ms(state));
-        let at = match state.poll_started {
-            Some(started) => {
-                let took = now.saturating_duration_since(started);
-                (started + delay).checked_sub(took).unwrap_or(now)
-            }
+        state.timer_at = Some(match state.poll_started {
+            Some(started) => next_poll_at(started, now, delay, &state.recent_polls),
             None => now + delay,
-        };
-        state.timer_at = Some(at.max(now + Duration::from_millis(1)));
+        });
     }
 
     /// The jittered delay of the next scheduled poll, in `1..=interval` (the interval backed
@@ -383,6 +384,9 @@ impl Dispatcher {
         self.stats.bump(Counter::Poll);
         let batch = match result {
             Ok(batch) => {
+                if let Some(started) = state.poll_started {
+                    state.recent_polls.push(started.elapsed());
+                }
                 state.failed_polls = 0;
                 state.permanent_failures = 0;
                 batch

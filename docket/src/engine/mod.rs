@@ -28,6 +28,7 @@ mod finishing;
 mod group_commit;
 mod idle;
 mod outcome;
+mod poll_pace;
 mod pruner;
 mod stats;
 mod vehicle;

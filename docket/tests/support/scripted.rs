@@ -58,6 +58,8 @@ pub struct Scripted {
     pub dropped_claims: Arc<AtomicU32>,
     /// How long each claim takes (tokio time, so a paused clock advances through it).
     claim_delay: Mutex<Duration>,
+    /// How long each of the next claims takes, before `claim_delay` applies again.
+    claim_delays: Mutex<std::collections::VecDeque<Duration>>,
     /// When each claim started (tokio time).
     pub claim_starts: Mutex<Vec<tokio::time::Instant>>,
 }
@@ -106,6 +108,12 @@ impl Scripted {
     /// Makes every claim take `delay` before it reads the store.
     pub fn delay_claims(&self, delay: Duration) {
         *self.claim_delay.lock().expect("lock") = delay;
+    }
+
+    /// Makes the next claims take these durations, one each, in order (then `delay_claims`'s
+    /// again).
+    pub fn delay_next_claims(&self, delays: impl IntoIterator<Item = Duration>) {
+        self.claim_delays.lock().expect("lock").extend(delays);
     }
 
     pub fn ungate_claims(&self) {
@@ -189,7 +197,8 @@ impl StoreLayer for Scripted {
             .lock()
             .expect("lock")
             .push(tokio::time::Instant::now());
-        let delay = *self.claim_delay.lock().expect("lock");
+        let scripted = self.claim_delays.lock().expect("lock").pop_front();
+        let delay = scripted.unwrap_or_else(|| *self.claim_delay.lock().expect("lock"));
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
