@@ -535,14 +535,14 @@ async fn scheduled_poll_gaps(
 /// The poll timer counts the interval from the start of the last poll less what that poll
 /// took, so a run that becomes due just after a poll read the store is claimed within about
 /// one interval. With claims taking 30 ms and a 100 ms interval (full jitter), scheduled polls
-/// start 70 ms apart, each finishing 100 ms after the one before started (counted from the
-/// end of the last poll, they would start 130 ms apart). Tokio's paused clock makes the
-/// times exact.
+/// start 69 ms apart (70 less a millisecond for the timer's tick), each finishing 99 ms after
+/// the one before started (counted from the end of the last poll, they would start 130 ms
+/// apart). Tokio's paused clock makes the times exact.
 #[tokio::test(start_paused = true)]
 async fn scheduled_polls_finish_one_interval_after_the_previous_poll_started() {
     let gaps = scheduled_poll_gaps(100, &[], 30, 4).await;
     assert!(
-        gaps.iter().all(|gap| *gap == Duration::from_millis(70)),
+        gaps.iter().all(|gap| *gap == Duration::from_millis(69)),
         "scheduled polls started {gaps:?} apart"
     );
 }
@@ -559,23 +559,24 @@ async fn a_store_slower_than_the_interval_is_polled_back_to_back() {
 }
 
 /// A slow poll is allowed for in the polls after it, not only in the next one: with a 100 ms
-/// interval and claims of 10, 40, 10, 10, 10 ms, the polls after the slow one start 60 ms
-/// apart (each finishes at most 100 ms after the one before started if it is no slower than
-/// that 40 ms poll); counting only the last poll's duration would start them 90 ms apart, and
-/// a 40 ms poll after a 10 ms one would finish 130 ms after its predecessor started.
+/// interval and claims of 10, 40, 10, 10, 10 ms, the polls after the slow one start 59 ms
+/// apart (each finishes within the interval after the one before started if it is no slower
+/// than that 40 ms poll; 1 ms goes to the timer's tick); counting only the last poll's
+/// duration would start them 89 ms apart, and a 40 ms poll after a 10 ms one would finish
+/// 129 ms after its predecessor started.
 #[tokio::test(start_paused = true)]
 async fn a_slow_poll_is_allowed_for_in_the_polls_after_it() {
     let gaps = scheduled_poll_gaps(100, &[10, 40, 10, 10, 10], 10, 5).await;
     let ms = |n| Duration::from_millis(n);
-    assert_eq!(gaps, vec![ms(90), ms(60), ms(60), ms(60)]);
+    assert_eq!(gaps, vec![ms(89), ms(59), ms(59), ms(59)]);
 }
 
 /// A stall longer than the interval makes the next poll start 1 ms after it, and the polls
-/// after that allow for it with at most half the interval, so one stall does not make the
-/// worker poll back to back for the next several polls.
+/// after that allow for it with at most half the interval (and the timer's millisecond), so one
+/// stall does not make the worker poll back to back for the next several polls.
 #[tokio::test(start_paused = true)]
 async fn a_stall_counts_for_at_most_half_the_interval_afterwards() {
     let gaps = scheduled_poll_gaps(100, &[10, 300, 10, 10], 10, 5).await;
     let ms = |n| Duration::from_millis(n);
-    assert_eq!(gaps, vec![ms(90), ms(301), ms(50), ms(50)]);
+    assert_eq!(gaps, vec![ms(89), ms(301), ms(49), ms(49)]);
 }

@@ -9,7 +9,8 @@
 //! takes several times its usual time) otherwise misses the interval on exactly the poll that
 //! follows a fast one. So that one stall does not make the worker poll back to back for the
 //! next several polls, an allowance taken from older polls is capped at half the delay; the
-//! last poll's own duration is always allowed in full.
+//! last poll's own duration is always allowed in full. One millisecond more goes to the timer's
+//! tick ([`TIMER_SLACK`]).
 
 use std::time::Duration;
 
@@ -17,6 +18,11 @@ use tokio::time::Instant;
 
 /// How many of the latest successful polls the allowance looks at.
 pub(crate) const RECENT_POLLS: usize = 8;
+
+/// Added to every allowance: tokio's timer fires on the first millisecond tick at or after a
+/// deadline, so a sleep lasts up to a millisecond longer than asked, and the vehicle a poll
+/// launches takes a little time more before it reads the run.
+pub(crate) const TIMER_SLACK: Duration = Duration::from_millis(1);
 
 /// The durations of the latest successful polls, oldest overwritten first.
 #[derive(Debug, Default)]
@@ -35,10 +41,10 @@ impl RecentPolls {
     }
 
     /// The time to subtract from `delay`: the last poll's duration, or the slowest of the
-    /// recent ones capped at half of `delay`, whichever is longer.
+    /// recent ones capped at half of `delay`, whichever is longer, plus [`TIMER_SLACK`].
     pub(crate) fn allowance(&self, delay: Duration) -> Duration {
         let slowest = self.took.iter().copied().max().unwrap_or_default();
-        self.last.max(slowest.min(delay / 2))
+        self.last.max(slowest.min(delay / 2)) + TIMER_SLACK
     }
 }
 
@@ -76,33 +82,45 @@ mod tests {
 
     #[test]
     fn steady_polls_are_allowed_their_own_duration() {
-        assert_eq!(recent(&[30, 30, 30]).allowance(ms(100)), ms(30));
+        assert_eq!(
+            recent(&[30, 30, 30]).allowance(ms(100)),
+            ms(30) + TIMER_SLACK
+        );
     }
 
     #[test]
     fn a_slow_poll_is_allowed_for_in_the_polls_after_it() {
         let r = recent(&[10, 40, 10, 10]);
-        assert_eq!(r.allowance(ms(100)), ms(40));
+        assert_eq!(r.allowance(ms(100)), ms(40) + TIMER_SLACK);
     }
 
     #[test]
     fn an_old_stall_counts_for_at_most_half_the_delay_but_the_last_poll_in_full() {
-        assert_eq!(recent(&[10, 300, 10]).allowance(ms(100)), ms(50));
-        assert_eq!(recent(&[10, 10, 80]).allowance(ms(100)), ms(80));
+        assert_eq!(
+            recent(&[10, 300, 10]).allowance(ms(100)),
+            ms(50) + TIMER_SLACK
+        );
+        assert_eq!(
+            recent(&[10, 10, 80]).allowance(ms(100)),
+            ms(80) + TIMER_SLACK
+        );
         // A short jittered delay: the last poll still counts in full.
-        assert_eq!(recent(&[10, 300, 10]).allowance(ms(8)), ms(10));
+        assert_eq!(
+            recent(&[10, 300, 10]).allowance(ms(8)),
+            ms(10) + TIMER_SLACK
+        );
     }
 
     #[test]
     fn polls_older_than_the_window_are_forgotten() {
         let mut tooks = vec![45];
         tooks.extend([10; RECENT_POLLS]);
-        assert_eq!(recent(&tooks).allowance(ms(100)), ms(10));
+        assert_eq!(recent(&tooks).allowance(ms(100)), ms(10) + TIMER_SLACK);
     }
 
     #[test]
-    fn without_any_poll_recorded_nothing_is_allowed() {
-        assert_eq!(RecentPolls::default().allowance(ms(100)), Duration::ZERO);
+    fn without_any_poll_recorded_only_the_timer_slack_is_allowed() {
+        assert_eq!(RecentPolls::default().allowance(ms(100)), TIMER_SLACK);
     }
 
     #[test]
@@ -110,7 +128,7 @@ mod tests {
         let started = Instant::now();
         let now = started + ms(30);
         let at = next_poll_at(started, now, ms(100), &recent(&[30]));
-        assert_eq!(at, started + ms(70));
+        assert_eq!(at, started + ms(70) - TIMER_SLACK);
     }
 
     #[test]
