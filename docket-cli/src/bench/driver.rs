@@ -28,11 +28,14 @@ pub(crate) fn record(h: &mut Histogram<u64>, elapsed: Duration) {
     let _ = h.record(micros);
 }
 
-/// The `q` quantile of `h` in milliseconds (0 for an empty histogram).
+/// The `q` quantile of `h` in milliseconds (0 for an empty histogram); `q ≥ 1` is the exact
+/// maximum recorded, not the top of its bucket.
 #[must_use]
 pub(crate) fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
     if h.is_empty() {
         0.0
+    } else if q >= 1.0 {
+        h.max() as f64 / 1_000.0
     } else {
         h.value_at_quantile(q) as f64 / 1_000.0
     }

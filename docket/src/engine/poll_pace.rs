@@ -28,8 +28,8 @@ pub(crate) const TIMER_SLACK: Duration = Duration::from_millis(1);
 #[derive(Debug, Default)]
 pub(crate) struct RecentPolls {
     took: [Duration; RECENT_POLLS],
+    /// Where the next duration goes; the slot before it holds the last one.
     next: usize,
-    last: Duration,
 }
 
 impl RecentPolls {
@@ -37,14 +37,14 @@ impl RecentPolls {
     pub(crate) fn push(&mut self, took: Duration) {
         self.took[self.next] = took;
         self.next = (self.next + 1) % RECENT_POLLS;
-        self.last = took;
     }
 
     /// The time to subtract from `delay`: the last poll's duration, or the slowest of the
     /// recent ones capped at half of `delay`, whichever is longer, plus [`TIMER_SLACK`].
     pub(crate) fn allowance(&self, delay: Duration) -> Duration {
+        let last = self.took[(self.next + RECENT_POLLS - 1) % RECENT_POLLS];
         let slowest = self.took.iter().copied().max().unwrap_or_default();
-        self.last.max(slowest.min(delay / 2)) + TIMER_SLACK
+        last.max(slowest.min(delay / 2)) + TIMER_SLACK
     }
 }
 

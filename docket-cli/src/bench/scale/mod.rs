@@ -27,8 +27,6 @@ pub(super) mod watch;
 
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
-
 pub use sweep::CurvePoint;
 
 use super::driver::{quantile_ms, Window};
@@ -306,7 +304,7 @@ pub(crate) async fn run(ctx: &Ctx, scale: &ScaleOptions) -> Result<ScaleResult, 
                     "(h) wakeup {name}, push hints {said}, {} samples [{tag}]",
                     number(scale.wakeup_samples as f64)
                 ),
-                latency_ms(&w.latency, q),
+                quantile_ms(&w.latency, q),
                 poll,
                 "share of the poll interval waited (≤ 1 keeps the target)",
             ));
@@ -318,7 +316,7 @@ pub(crate) async fn run(ctx: &Ctx, scale: &ScaleOptions) -> Result<ScaleResult, 
             figures.push(wakeup_figure(
                 format!("wakeup_{mode}_committed_{name}"),
                 format!("(h) wakeup {name} after start_run returned, push hints {said} [{tag}]"),
-                latency_ms(&w.after_start, q),
+                quantile_ms(&w.after_start, q),
                 poll,
                 "the same samples without the start's own commit",
             ));
@@ -385,15 +383,6 @@ pub(crate) async fn run(ctx: &Ctx, scale: &ScaleOptions) -> Result<ScaleResult, 
         curve: sweep.points,
         verified,
     })
-}
-
-/// The quantile `q` of `latency` in milliseconds; `q = 1` is the maximum.
-fn latency_ms(latency: &Histogram<u64>, q: f64) -> f64 {
-    if q >= 1.0 {
-        latency.max() as f64 / 1_000.0
-    } else {
-        quantile_ms(latency, q)
-    }
 }
 
 /// One (h) row: a wakeup latency beside the poll interval `poll` (ms).

@@ -1,7 +1,8 @@
 //! (h) Wakeup latency: from the `start_run` call to the moment a vehicle of an idle worker
 //! starts the run after claiming it (its first node call, `bench::started`), with the store's
-//! push hints on and with them hidden, so the worker only finds the run on its jittered poll. The poll interval is the floor either way: a hint is worth having
-//! only if it beats the poll, and without hints the wait must still end within one interval.
+//! push hints on and with them hidden, so the worker only finds the run on its jittered poll.
+//! The poll interval is the floor either way: a hint is worth having only if it beats the
+//! poll, and without hints the wait must still end within one interval.
 //! Each sample is also counted from `start_run`'s return, when the run is committed and due:
 //! no worker can see a run before that, and a start whose own commit stalls on the store's
 //! disk (a WAL flush or an fsync that stalls) otherwise shows up as a late wakeup.
@@ -180,7 +181,7 @@ pub(crate) async fn run(
              claim, {:.1} ms to the first node call; {claim_failures} claim calls failed",
             quantile_ms(&starts, 0.5),
             quantile_ms(&starts, 0.99),
-            starts.max() as f64 / 1_000.0,
+            quantile_ms(&starts, 1.0),
             ms(slowest.total),
             time_of_day(slowest.at),
             ms(slowest.start),
