@@ -101,8 +101,12 @@ impl Lifecycle {
 
     fn after_commit(&self, moment: &Moment) {
         committed(moment);
-        self.observers
-            .notify(&Arc::new(Checkpoint::from_moment(moment)));
+        // A checkpoint copies the whole run and its events: build it only for someone to see
+        // (the engine's default is no observer, and this runs after every commit).
+        if !self.observers.is_empty() {
+            self.observers
+                .notify(&Arc::new(Checkpoint::from_moment(moment)));
+        }
     }
 
     /// Initializes the run of `moment` (its `run_initialized` moment) for `owner`.

@@ -55,6 +55,10 @@ impl Observers {
         self.list.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// Starts one task per observer and returns at once.
     pub fn notify(&self, checkpoint: &Arc<Checkpoint>) {
         if self.list.is_empty() {
