@@ -15,7 +15,6 @@ use super::observer::{CheckpointObserver, Observers};
 use super::telemetry::{
     committed, error_kind, store_operation, store_operation_all, transition_span,
 };
-use crate::runtime::Checkpoint;
 
 /// Fetch → mutate → commit rounds a signal makes before giving up on `StaleCheckpoint`
 /// (1 attempt + 3 retries).
@@ -101,12 +100,7 @@ impl Lifecycle {
 
     fn after_commit(&self, moment: &Moment) {
         committed(moment);
-        // A checkpoint copies the whole run and its events: build it only for someone to see
-        // (the engine's default is no observer, and this runs after every commit).
-        if !self.observers.is_empty() {
-            self.observers
-                .notify(&Arc::new(Checkpoint::from_moment(moment)));
-        }
+        self.observers.notify(moment);
     }
 
     /// Initializes the run of `moment` (its `run_initialized` moment) for `owner`.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::FutureExt;
 
-use crate::runtime::Checkpoint;
+use crate::runtime::{Checkpoint, Moment};
 
 /// What an observer may fail with.
 pub type ObserverError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -55,15 +55,15 @@ impl Observers {
         self.list.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
-
-    /// Starts one task per observer and returns at once.
-    pub fn notify(&self, checkpoint: &Arc<Checkpoint>) {
+    /// Starts one task per observer with the checkpoint of `moment` and returns at once.
+    ///
+    /// The checkpoint copies the whole run and its events, and this runs after every commit:
+    /// it is built only when there is an observer to see it (the engine's default has none).
+    pub fn notify(&self, moment: &Moment) {
         if self.list.is_empty() {
             return;
         }
+        let checkpoint = &Arc::new(Checkpoint::from_moment(moment));
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             // Without a runtime there is nowhere to run observers; the commit still stands.
             self.failures
