@@ -419,17 +419,21 @@ const PRUNE_EVENTS: &str = "DELETE FROM {s}.events AS e
     WHERE e.run_id = d.run_id AND e.seq = d.seq";
 
 /// Terminal runs last updated before the cutoff, oldest first (ties by run id, like every
-/// backend), with the count of events their deletion cascades to: `$1` cutoff, `$2` batch.
+/// backend), with their events and the count of those events: `$1` cutoff, `$2` batch.
+///
+/// No foreign key deletes a run's events with it (schema version 12, `sql/v12.sql`): this
+/// statement, the only one that deletes runs, deletes them itself.
 const PRUNE_RUNS: &str = "WITH victims AS (
         SELECT id, run_id FROM {s}.runs
         WHERE retained_since < $1
         ORDER BY retained_since, run_id LIMIT $2 FOR UPDATE SKIP LOCKED
     ), deleted AS (
         DELETE FROM {s}.runs AS r USING victims AS v WHERE r.id = v.id RETURNING r.run_id
+    ), deleted_events AS (
+        DELETE FROM {s}.events AS e USING deleted AS d WHERE e.run_id = d.run_id RETURNING 1
     )
     SELECT (SELECT count(*) FROM deleted) AS runs,
-           (SELECT count(*) FROM {s}.events WHERE run_id IN (SELECT run_id FROM deleted))
-               AS cascaded";
+           (SELECT count(*) FROM deleted_events) AS cascaded";
 
 /// Graph versions unreferenced by any run and below the newest `$1` per (scope, graph id),
 /// oldest first, ties by address (the order of every backend):

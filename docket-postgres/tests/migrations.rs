@@ -470,10 +470,39 @@ async fn migrate_in_place(conn: &mut PgConnection, schema: &str) -> PostgresStor
     store
 }
 
+/// Takes `schema` back to what version 11 stored: `events.run_id` references `runs` again,
+/// deleting a run's events with it.
+async fn roll_back_version_12(conn: &mut PgConnection, schema: &str) {
+    sqlx::raw_sql(&format!(
+        "ALTER TABLE {schema}.events ADD CONSTRAINT events_run_id_fkey FOREIGN KEY (run_id)
+             REFERENCES {schema}.runs (run_id) ON DELETE CASCADE;
+         DELETE FROM {schema}.docket_schema_migrations WHERE version >= 12;"
+    ))
+    .execute(conn)
+    .await
+    .expect("back to version 11");
+}
+
+/// The foreign keys declared on `events`, sorted.
+async fn event_foreign_keys(conn: &mut PgConnection, schema: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT c.conname::text FROM pg_constraint AS c
+         JOIN pg_class AS t ON t.oid = c.conrelid
+         JOIN pg_namespace AS n ON n.oid = t.relnamespace
+         WHERE n.nspname = $1 AND t.relname = 'events' AND c.contype = 'f'
+         ORDER BY 1",
+    )
+    .bind(schema)
+    .fetch_all(conn)
+    .await
+    .expect("the foreign keys of events")
+}
+
 /// Takes `schema` back to what version 9 stored: the claim start and the generated retention
 /// column are gone (and the two indexes keyed on them with them), the version-9 indexes and
 /// the version-8 tenant-fair claim function are back.
 async fn roll_back_version_10(conn: &mut PgConnection, schema: &str) {
+    roll_back_version_12(conn, schema).await;
     let fair_claim = include_str!("../src/sql/v8.sql").replace("{s}", schema);
     sqlx::raw_sql(&format!(
         "ALTER TABLE {schema}.runs DROP CONSTRAINT runs_claim_start_check,
@@ -655,5 +684,89 @@ async fn a_version_9_store_migrates_to_claim_starts_and_a_generated_retention_ke
         .await
         .expect("claim");
     assert_eq!(lease_ids(&after_commit), ["held"], "then it expires");
+    drop(guard);
+}
+
+/// A store written at schema version 11 migrates in place to version 12: the foreign key of
+/// `events` is gone, every stored event is kept, commits append to the migrated store, and the
+/// pruner still deletes an old finished run's remaining events with the run (which the key's
+/// cascade did up to version 11), counts them, and leaves a live run's events alone.
+#[tokio::test]
+async fn a_version_11_store_migrates_to_events_without_a_foreign_key() {
+    let (store, guard) = open().await;
+    let schema = guard.schema().to_owned();
+    let finishing = start(&store, &tenant("a"), "finished", t(0)).await;
+    let finisher = claim_one(&store, t(1)).await;
+    let terminal = ClaimedSchedule::Release(ReleaseWake::Terminal);
+    let token = &finisher.claim_token;
+    commit_moment(
+        &store,
+        token,
+        &finishing,
+        done(&finishing, t(7)),
+        terminal,
+        t(7),
+    )
+    .await;
+    let held = start(&store, &tenant("b"), "held", t(0)).await;
+    let mut conn = admin().await;
+    roll_back_version_12(&mut conn, &schema).await;
+    assert_eq!(
+        event_foreign_keys(&mut conn, &schema).await,
+        ["events_run_id_fkey"]
+    );
+    let events_before = dump(&mut conn, &format!("{schema}.events")).await;
+    drop(store);
+
+    let store = migrate_in_place(&mut conn, &schema).await;
+    assert!(event_foreign_keys(&mut conn, &schema).await.is_empty());
+    assert_eq!(
+        dump(&mut conn, &format!("{schema}.events")).await,
+        events_before,
+        "migrating kept every event"
+    );
+    let lease = claim_one(&store, t(2)).await;
+    let retain = ClaimedSchedule::RetainClaim;
+    commit_moment(
+        &store,
+        &lease.claim_token,
+        &held,
+        next(&held, t(3)),
+        retain,
+        t(3),
+    )
+    .await;
+    let count_sql = format!("SELECT count(*) FROM {schema}.events WHERE run_id = $1");
+    let count = |run: &'static str| sqlx::query_scalar::<_, i64>(&count_sql).bind(run);
+    let finished_events = count("finished").fetch_one(&mut conn).await.expect("count");
+    assert!(finished_events >= 2, "the finished run has its history");
+    let held_events = count("held").fetch_one(&mut conn).await.expect("count");
+    // With a batch of one, the age category deletes the oldest event — the finished run's
+    // first (`finished` < `held` at the same time) — and the run takes the rest with it.
+    let retention = docket_core::store::PrunePolicy {
+        now: t(10_000),
+        run_retention_ms: 1_000,
+        event_retention_ms: 1_000,
+        batch_size: std::num::NonZeroU32::MIN,
+    };
+    let report = store.prune(&retention).await.expect("prune");
+    let cascaded = u64::try_from(finished_events - 1).expect("count");
+    assert_eq!(
+        (
+            report.events_deleted,
+            report.runs_deleted,
+            report.cascade_events_deleted
+        ),
+        (1, 1, cascaded)
+    );
+    assert_eq!(
+        count("finished").fetch_one(&mut conn).await.expect("count"),
+        0
+    );
+    assert_eq!(
+        count("held").fetch_one(&mut conn).await.expect("count"),
+        held_events,
+        "the live run keeps its events"
+    );
     drop(guard);
 }
