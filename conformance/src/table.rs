@@ -190,6 +190,7 @@ macro_rules! __case_table {
                 a_batch_commits_every_winner_under_its_own_fences,
                 losers_in_a_batch_fail_alone_and_write_nothing,
                 a_member_contradicting_a_stored_event_fails_alone,
+                a_member_repeating_stored_events_lands,
                 members_of_one_run_chain_like_consecutive_calls,
                 a_barrier_and_its_completion_in_one_batch_land_as_two_calls_would,
                 a_chained_pair_under_a_lost_claim_writes_nothing,

@@ -153,6 +153,30 @@ pub async fn a_member_contradicting_a_stored_event_fails_alone(env: &Env<'_>) {
     }
 }
 
+/// A member repeating its run's stored history beside its new events lands as a single
+/// commit carrying them would: the stored events are kept as they are, the new ones are
+/// appended, and its neighbours land too.
+pub async fn a_member_repeating_stored_events_lands(env: &Env<'_>) {
+    let claimed = claimed_runs(env, &["fresh", "repeats"]).await;
+    let (run, _) = &claimed[1];
+    let stored = env.all_events(&run.id).await;
+    assert!(!stored.is_empty(), "a started run has its history");
+    let mut members: Vec<BatchedCommit> = claimed
+        .iter()
+        .map(|(run, lease)| member(run, &lease.claim_token, t(20)))
+        .collect();
+    let new_events = members[1].events.clone();
+    members[1].events = stored.iter().cloned().chain(new_events.clone()).collect();
+    let outcomes = env.store().commit_claimed_batch(members).await;
+    for ((run, _), outcome) in claimed.iter().zip(&outcomes) {
+        let landed = outcome.as_ref().expect("every member lands");
+        assert_eq!(landed.checkpoint_seq, run.checkpoint_seq + 1, "{}", run.id);
+        assert_eq!(&env.fetch(&run.id).await, landed, "{}", run.id);
+    }
+    let expected: Vec<Event> = stored.into_iter().chain(new_events).collect();
+    assert_eq!(env.all_events(&run.id).await, expected);
+}
+
 /// Two members of one run chain like two calls: the second builds on the first's commit,
 /// and a third presenting the first's base again has lost the fence.
 pub async fn members_of_one_run_chain_like_consecutive_calls(env: &Env<'_>) {

@@ -24,7 +24,7 @@ mod fold;
 mod statement;
 mod transaction;
 
-pub(crate) use statement::commit_claimed_batch;
+pub(crate) use statement::{commit_claimed_batch, commit_claimed_batch_fresh};
 
 use docket_core::model::{Run, Scope};
 use docket_core::store::rules::transition::Commit;
