@@ -483,21 +483,6 @@ async fn roll_back_version_12(conn: &mut PgConnection, schema: &str) {
     .expect("back to version 11");
 }
 
-/// The foreign keys declared on `events`, sorted.
-async fn event_foreign_keys(conn: &mut PgConnection, schema: &str) -> Vec<String> {
-    sqlx::query_scalar(
-        "SELECT c.conname::text FROM pg_constraint AS c
-         JOIN pg_class AS t ON t.oid = c.conrelid
-         JOIN pg_namespace AS n ON n.oid = t.relnamespace
-         WHERE n.nspname = $1 AND t.relname = 'events' AND c.contype = 'f'
-         ORDER BY 1",
-    )
-    .bind(schema)
-    .fetch_all(conn)
-    .await
-    .expect("the foreign keys of events")
-}
-
 /// Takes `schema` back to what version 9 stored: the claim start and the generated retention
 /// column are gone (and the two indexes keyed on them with them), the version-9 indexes and
 /// the version-8 tenant-fair claim function are back.
@@ -533,19 +518,37 @@ async fn roll_back_version_9(conn: &mut PgConnection, schema: &str) {
     .expect("back to version 8");
 }
 
-/// The names of the `CHECK` constraints on `runs`, sorted.
-async fn run_checks(conn: &mut PgConnection, schema: &str) -> Vec<String> {
+/// The names of the constraints of kind `kind` (`pg_constraint.contype`: `c` check, `f`
+/// foreign key) on `schema.table`, sorted.
+async fn constraints(
+    conn: &mut PgConnection,
+    schema: &str,
+    table: &str,
+    kind: &str,
+) -> Vec<String> {
     sqlx::query_scalar(
         "SELECT c.conname::text FROM pg_constraint AS c
          JOIN pg_class AS t ON t.oid = c.conrelid
          JOIN pg_namespace AS n ON n.oid = t.relnamespace
-         WHERE n.nspname = $1 AND t.relname = 'runs' AND c.contype = 'c'
+         WHERE n.nspname = $1 AND t.relname = $2 AND c.contype = $3::\"char\"
          ORDER BY 1",
     )
     .bind(schema)
+    .bind(table)
+    .bind(kind)
     .fetch_all(conn)
     .await
     .expect("constraints")
+}
+
+/// The names of the `CHECK` constraints on `runs`, sorted.
+async fn run_checks(conn: &mut PgConnection, schema: &str) -> Vec<String> {
+    constraints(conn, schema, "runs", "c").await
+}
+
+/// The foreign keys declared on `events`, sorted.
+async fn event_foreign_keys(conn: &mut PgConnection, schema: &str) -> Vec<String> {
+    constraints(conn, schema, "events", "f").await
 }
 
 /// A store written at schema version 8, with runs due, claimed, poisoned, admitted and done,
