@@ -49,7 +49,7 @@ use crate::transitions::{bind_events, claimed_binds, ClaimedBinds};
 /// commits/s to 300. A limit given as a parameter is planned as a tenth of its input, one
 /// member, and one member is always found through the run-id index, at any table size.
 pub(crate) fn commit_claimed_batch() -> String {
-    batch_statement(APPEND_IDEMPOTENTLY)
+    batch_statement(Append::Idempotently)
 }
 
 /// [`commit_claimed_batch`] for members none of whose proposed events is stored yet — what a
@@ -63,12 +63,38 @@ pub(crate) fn commit_claimed_batch() -> String {
 /// primary key of `events` (`23505`, nothing of it commits), and the batch is sent again
 /// with the idempotent statement, which keeps an identical event and names a different one's
 /// member: the outcomes are the same, at the price of one more round trip in that rare case.
+/// Since every proposed event of a written member is then inserted or the statement fails,
+/// it has no `conflict` part to look for one that was not (its `conflicts` column is 0).
 pub(crate) fn commit_claimed_batch_fresh() -> String {
-    batch_statement("")
+    batch_statement(Append::Fresh)
 }
 
-/// The batch statement with `append` as the events' conflict clause.
-fn batch_statement(append: &str) -> String {
+/// How the batch statement appends the events of its written members.
+#[derive(Clone, Copy)]
+enum Append {
+    /// `ON CONFLICT`: an identical stored event is kept, a different one raises `DK001`.
+    Idempotently,
+    /// A plain `INSERT`: any stored event at a proposed seq fails the statement (`23505`).
+    Fresh,
+}
+
+/// The batch statement appending as `append` says.
+fn batch_statement(append: Append) -> String {
+    let (clause, conflict, conflicts) = match append {
+        Append::Idempotently => (
+            APPEND_IDEMPOTENTLY,
+            "conflict AS (
+        SELECT {s}.raise_batch_event_conflict(c.member, c.seq) AS seq
+        FROM (SELECT p.member, min(p.seq) AS seq
+              FROM proposed AS p JOIN updated AS u ON u.member = p.member
+              WHERE NOT EXISTS (SELECT 1 FROM inserted AS i
+                                WHERE i.run_id = u.run_id AND i.seq = p.seq)
+              GROUP BY p.member ORDER BY p.member LIMIT 1) AS c
+    ), ",
+            "(SELECT count(*) FROM conflict)",
+        ),
+        Append::Fresh => ("", "", "0::bigint"),
+    };
     format!(
         "WITH m AS (
         SELECT * FROM unnest($1::int4[], $2::text[], $3::bool[], $4::text[], $5::text[],
@@ -112,21 +138,14 @@ fn batch_statement(append: &str) -> String {
         SELECT u.run_id, p.seq, p.event_type, p.step, p.node_id, p.channel_id, p.task_id,
             p.payload, p.metadata, p.occurred_at, u.now
         FROM proposed AS p JOIN updated AS u ON u.member = p.member
-        {append}
+        {clause}
         RETURNING e.run_id, e.seq
-    ), conflict AS (
-        SELECT {{s}}.raise_batch_event_conflict(c.member, c.seq) AS seq
-        FROM (SELECT p.member, min(p.seq) AS seq
-              FROM proposed AS p JOIN updated AS u ON u.member = p.member
-              WHERE NOT EXISTS (SELECT 1 FROM inserted AS i
-                                WHERE i.run_id = u.run_id AND i.seq = p.seq)
-              GROUP BY p.member ORDER BY p.member LIMIT 1) AS c
-    ), notified AS (
+    ), {conflict}notified AS (
         SELECT pg_notify('docket_wake', $39)
         FROM (SELECT 1 FROM updated WHERE notify LIMIT 1) AS n
     )
     SELECT (SELECT array_agg(member) FROM updated) AS written,
-           (SELECT count(*) FROM conflict) AS conflicts,
+           {conflicts} AS conflicts,
            (SELECT count(*) FROM notified) AS notified",
         start = claim_start("m.new_token::uuid", "m.claimed_at")
     )
