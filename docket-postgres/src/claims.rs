@@ -125,10 +125,13 @@ impl PostgresStore {
         let sql = self.claim_sql(policy);
         let rows = {
             let mut conn = self.conn().await?;
-            self.claim_query(sql, policy)
+            let rows = self
+                .claim_query(sql, policy)
                 .fetch_all(&mut conn)
                 .await
-                .map_err(error::sent)?
+                .map_err(error::sent)?;
+            conn.reuse();
+            rows
         };
         let mut outcomes = rows
             .iter()
@@ -244,6 +247,7 @@ impl PostgresStore {
             .execute(&mut conn)
             .await
             .map_err(error::sent)?;
+        conn.reuse();
         Ok(())
     }
 
@@ -279,6 +283,7 @@ impl PostgresStore {
             .fetch_optional(&mut conn)
             .await
             .map_err(error::sent)?;
+        conn.reuse();
         match row {
             None => Ok(AbandonOutcome::Stale),
             Some(row) => {

@@ -80,11 +80,9 @@ impl PostgresStore {
         graph_ref: &GraphRef,
     ) -> Result<GraphDocument, StoreError> {
         let mut conn = self.conn().await?;
-        let bytes = self
-            .graph_bytes(&mut conn, owner, graph_ref)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        graph::decode_stored(graph_ref, &bytes)
+        let bytes = self.graph_bytes(&mut conn, owner, graph_ref).await?;
+        conn.reuse();
+        graph::decode_stored(graph_ref, &bytes.ok_or(StoreError::NotFound)?)
     }
 
     async fn graph_page(

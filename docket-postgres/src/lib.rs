@@ -19,6 +19,7 @@ mod store;
 mod traits;
 mod transitions;
 mod wakeups;
+mod warm_pool;
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -33,6 +34,7 @@ pub use options::{
 pub use pooler::driver_options;
 pub use store::PostgresStore;
 pub use wakeups::{listener_application_name, ops_wake_payload, WAKE_CHANNEL};
+pub use warm_pool::{WarmConnection, WarmPool, COOL_AFTER};
 
 /// The claimed commits per `commit_claimed_batch` call this store asks a worker's group
 /// commit for when the worker leaves the choice to the store

@@ -28,6 +28,7 @@ impl PostgresStore {
             .fetch_optional(&mut conn)
             .await
             .map_err(error::safe)?;
+        conn.reuse();
         row.as_ref().map(decode_run_row).transpose()
     }
 
@@ -146,9 +147,9 @@ impl PostgresStore {
             .bind(scope_key)
             .fetch_optional(&mut conn)
             .await
-            .map_err(error::safe)?
-            .ok_or(StoreError::NotFound)?;
-        decode_event_row(&row)?.ok_or(StoreError::NotFound)
+            .map_err(error::safe)?;
+        conn.reuse();
+        decode_event_row(&row.ok_or(StoreError::NotFound)?)?.ok_or(StoreError::NotFound)
     }
 
     pub(crate) async fn do_fetch_latest_event(

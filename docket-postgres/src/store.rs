@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use docket_core::model::Scope;
 use docket_core::store::{Message, StoreError};
-use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, Executor, PgConnection, Postgres, Transaction};
 
 use crate::error;
@@ -18,6 +17,7 @@ use crate::pooler::{self, Protocol, Route};
 use crate::sql::Sql;
 use crate::statement::Statement;
 use crate::wakeups::WakeHub;
+use crate::warm_pool::{WarmConnection, WarmPool};
 
 /// The PostgreSQL implementation of Docket's `RunStore` and `GraphStore`.
 ///
@@ -29,7 +29,8 @@ pub struct PostgresStore {
 }
 
 pub(crate) struct Inner {
-    pub pool: PgPool,
+    /// The connections: sqlx's pool behind a warm list ([`crate::warm_pool`]).
+    pub pool: WarmPool,
     pub schema: String,
     pub sql: Sql,
     pub poll_only: bool,
@@ -78,6 +79,7 @@ impl PostgresStore {
             // forever on a server that accepts and never answers.
             .acquire_timeout(Duration::from_millis(options.connect_timeout_ms))
             .connect_lazy_with(connect.clone());
+        let pool = WarmPool::new(pool, options.pool_size);
         let schema = options.schema.clone();
         {
             // A direct connection, not the pool: the pool retries a refused connection until
@@ -191,14 +193,35 @@ impl PostgresStore {
         .map_err(error::safe)
     }
 
-    /// A pooled connection; failing to get one never wrote anything.
-    pub(crate) async fn conn(&self) -> Result<PoolConnection<Postgres>, StoreError> {
+    /// A pooled connection; failing to get one never wrote anything. Hand it back with
+    /// [`WarmConnection::reuse`] once its last answer is read, so the next call gets it
+    /// without sqlx's on-release round trip; merely dropped, it goes back through sqlx's pool.
+    pub(crate) async fn conn(&self) -> Result<WarmConnection, StoreError> {
         self.inner.pool.acquire().await.map_err(error::safe)
     }
 
     /// The SQL statements.
     pub(crate) fn sql(&self) -> &Sql {
         &self.inner.sql
+    }
+}
+
+/// Hands `conn` back warm once a call is over, when every one of its `outcomes` came from a
+/// server that answered: anything but a failed connection or a timeout (`Unavailable`,
+/// `Ambiguous`), after which it goes back through sqlx's pool, whose test closes a broken
+/// connection instead of giving it to the next call.
+pub(crate) fn hand_back<'a, T: 'a>(
+    conn: WarmConnection,
+    outcomes: impl IntoIterator<Item = &'a Result<T, StoreError>>,
+) {
+    let answered = outcomes.into_iter().all(|outcome| {
+        !matches!(
+            outcome,
+            Err(StoreError::Unavailable { .. } | StoreError::Ambiguous { .. })
+        )
+    });
+    if answered {
+        conn.reuse();
     }
 }
 

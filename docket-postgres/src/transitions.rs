@@ -20,7 +20,7 @@ use crate::codec::{
 };
 use crate::error::{self, EVENT_CONFLICT, FOREIGN_KEY_VIOLATION, UNIQUE_VIOLATION};
 use crate::statement::Statement;
-use crate::store::{finish, scope_binds, Finish, PostgresStore};
+use crate::store::{finish, hand_back, scope_binds, Finish, PostgresStore};
 
 /// Binds the nine event arrays in the order `sql::unnest_events` (and the batch statements)
 /// unnest them.
@@ -135,8 +135,11 @@ impl PostgresStore {
         let init = Init::new(owner, proposal, &events)?;
         let mut conn = self.conn().await?;
         // Outside a transaction the statement commits itself: a lost answer is ambiguous.
-        self.initialize_on(&mut conn, owner, &init, error::sent)
-            .await
+        let outcome = self
+            .initialize_on(&mut conn, owner, &init, error::sent)
+            .await;
+        hand_back(conn, [&outcome]);
+        outcome
     }
 
     /// The `initialize` statement for `init` on `conn`, its refusals classified; `lost`
@@ -207,23 +210,24 @@ impl PostgresStore {
                 .classify_claimed_failure(&mut conn, scope, &commit)
                 .await;
         };
-        match query.fetch_one(&mut conn).await {
-            Ok(row) => {
-                let updated: i64 = row.try_get("updated").map_err(error::safe)?;
-                if updated == 1 {
-                    Ok(commit.run().clone())
-                } else {
+        let outcome = match query.fetch_one(&mut conn).await {
+            Ok(row) => match row.try_get::<i64, _>("updated").map_err(error::safe) {
+                Ok(1) => Ok(commit.run().clone()),
+                Ok(_) => {
                     self.classify_claimed_failure(&mut conn, scope, &commit)
                         .await
                 }
-            }
+                Err(e) => Err(e),
+            },
             Err(e) => match error::sqlstate(&e).as_deref() {
                 Some(EVENT_CONFLICT) => Err(StoreError::EventConflict {
                     seq: conflict_seq(&e).unwrap_or_else(|| first_seq(commit.events())),
                 }),
                 _ => Err(error::sent(e)),
             },
-        }
+        };
+        hand_back(conn, [&outcome]);
+        outcome
     }
 
     /// The one fenced statement of a claimed commit, bound; `None` when no stored row can

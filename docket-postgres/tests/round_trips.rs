@@ -699,3 +699,91 @@ async fn a_start_batch_is_one_round_trip_and_a_lost_one_is_ambiguous_for_every_m
         "all of the batch or none of it: {landed:?}"
     );
 }
+
+/// A store through `proxy` whose pool has room for warm connections (`pool_size` 3: two kept
+/// warm, one always left to sqlx's pool).
+async fn proxied_warm(schema: &str, proxy: &Proxy) -> PostgresStore {
+    PostgresStore::open(
+        PostgresOptions {
+            pool_size: 3,
+            ..PostgresOptions::with_schema(schema)
+        }
+        .with_url(through(proxy)),
+    )
+    .await
+    .expect("connect through the proxy")
+}
+
+/// The pings `proxy` has seen once `more` have arrived after `before`, polled with a deadline
+/// (sqlx sends its test from a task of its own after the call has returned).
+async fn pings_after(proxy: &Proxy, before: u64, more: u64) -> u64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while proxy.pings() < before + more {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "expected {more} ping(s) after {before}, saw {}",
+            proxy.pings()
+        );
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    proxy.pings()
+}
+
+/// The calls a worker makes per moment (claims, commits alone and in batches, the re-read of
+/// a run, releases) hand their connection back warm: the next call takes
+/// it without the round trip sqlx spends testing a connection it gets back (a lone `Sync`).
+/// A call that merely drops its connection still goes through that test — `list_runs` here,
+/// which is what proves the proxy sees pings at all and closes the count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workers_calls_hand_their_connections_back_without_a_ping() {
+    let (direct, guard) = open().await;
+    let proxy = Proxy::start(upstream()).await;
+    let store = proxied_warm(guard.schema(), &proxy).await;
+    let owner = OwnerScope::Tenantless;
+    let list = RunQuery {
+        limit: 10,
+        ..RunQuery::default()
+    };
+    let before = proxy.pings();
+    store.list_runs(&SYSTEM, &list).await.expect("list runs");
+    let before = pings_after(&proxy, before, 1).await;
+
+    for round in 0..3 {
+        let id = format!("warm{round}");
+        let run = start(&direct, &owner, &id, t(0)).await;
+        let lease = claim_one(&store, t(1)).await;
+        let second = next(&run, t(2));
+        store
+            .commit_claimed(
+                &SYSTEM,
+                claimed(
+                    second.clone(),
+                    1,
+                    &lease.claim_token,
+                    ClaimedSchedule::RetainClaim,
+                    t(2),
+                ),
+                vec![event(&second, 2, t(2), "moment")],
+            )
+            .await
+            .expect("commit");
+        store.fetch_run(&SYSTEM, &run.id).await.expect("fetch");
+        store
+            .release_claim(&run.id, &lease.claim_token, t(3))
+            .await
+            .expect("release");
+        let ids: Vec<String> = (0..2).map(|i| format!("warm{round}-{i}")).collect();
+        let (_, members, _) = next_moments(&direct, &store, &ids).await;
+        for outcome in store.commit_claimed_batch(members).await {
+            outcome.expect("landed");
+        }
+    }
+    store.list_runs(&SYSTEM, &list).await.expect("list runs");
+    let after = pings_after(&proxy, before, 1).await;
+    assert_eq!(
+        after - before,
+        1,
+        "only the list call's connection was tested; the worker's calls sent no ping"
+    );
+}

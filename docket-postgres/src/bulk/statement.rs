@@ -247,6 +247,7 @@ impl PostgresStore {
             Err(e) if is_integrity_error(&e) => return StatementAttempt::Aborted,
             Err(e) => return fail_sent(settled, error::sent(e)),
         };
+        conn.reuse();
         for (index, run) in sent {
             let outcome = if answer.written.contains(&index) {
                 Ok(run.clone())

@@ -14,7 +14,7 @@ use docket_core::store::StoreError;
 
 use super::Pending;
 use crate::error;
-use crate::store::PostgresStore;
+use crate::store::{hand_back, PostgresStore};
 /// The savepoint each member of a guarded attempt runs under.
 const SAVEPOINT: &str = "SAVEPOINT docket_batch_member";
 /// After a winner: keep its writes, open the next member's savepoint (one round trip).
@@ -100,6 +100,7 @@ impl PostgresStore {
                 }
             }
         }
+        hand_back(conn, settled.iter().map(|(_, outcome)| outcome));
         InitAttempt::Settled(settled)
     }
 }

@@ -30,7 +30,7 @@ use crate::codec::EventArrays;
 use crate::error::{self, EVENT_CONFLICT, UNIQUE_VIOLATION};
 use crate::sql::{claim_start, APPEND_IDEMPOTENTLY};
 use crate::statement::Statement;
-use crate::store::PostgresStore;
+use crate::store::{hand_back, PostgresStore};
 use crate::transitions::{bind_events, claimed_binds, ClaimedBinds};
 
 /// `commit_claimed_batch` for members on distinct runs. `$1..=$28` the members' arrays
@@ -446,6 +446,7 @@ impl PostgresStore {
             };
             settled.push((index, outcome));
         }
+        hand_back(conn, settled.iter().map(|(_, outcome)| outcome));
         Attempt::Settled(settled)
     }
 }

@@ -9,7 +9,7 @@ use sqlx::Row;
 
 use super::{Attempt, Members};
 use crate::error::{self, EVENT_CONFLICT};
-use crate::store::PostgresStore;
+use crate::store::{hand_back, PostgresStore};
 use crate::transitions::{conflict_seq, first_seq};
 
 impl PostgresStore {
@@ -87,6 +87,7 @@ impl PostgresStore {
                 }
             }
         }
+        hand_back(conn, settled.iter().map(|(_, outcome)| outcome));
         Attempt::Settled(settled)
     }
 }

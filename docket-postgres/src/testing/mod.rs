@@ -29,7 +29,7 @@ pub use plan::{claim_plan_problems, CLAIM_INDEXES};
 /// The store's pool, for tests that need raw SQL.
 #[must_use]
 pub fn pool(store: &PostgresStore) -> &PgPool {
-    &store.inner.pool
+    store.inner.pool.pool()
 }
 
 /// Tables of the store's schema with the key they are dumped in.

@@ -3,8 +3,9 @@
 //! messages closed by `Sync`, and simple `Query` messages — and can cut the connection right
 //! after a statement was sent, before its answer comes back.
 //!
-//! A lone `Sync` (sqlx's liveness ping when a connection returns to the pool) carries no work
-//! and is not counted. Only plain-text connections are supported (`sslmode=disable`).
+//! A lone `Sync` (sqlx's liveness test when a connection goes back to its pool) carries no
+//! work and is not counted as one; it is counted apart ([`Proxy::pings`]). Only plain-text
+//! connections are supported (`sslmode=disable`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,6 +18,8 @@ use tokio::net::{TcpListener, TcpStream};
 #[derive(Default)]
 pub struct Counters {
     round_trips: AtomicU64,
+    /// Lone `Sync` messages: a round trip that carries no work.
+    pings: AtomicU64,
     /// Statement-executing batches still to deliver before the cut; 0: no cut armed.
     cut_countdown: AtomicU64,
     /// The proxy's local port on the server side of every connection cut so far: the
@@ -80,6 +83,11 @@ impl Proxy {
             .lock()
             .expect("cut ports lock")
             .clone()
+    }
+
+    /// Lone `Sync` messages seen so far, over every connection.
+    pub fn pings(&self) -> u64 {
+        self.counters.pings.load(Ordering::SeqCst)
     }
 
     /// As [`Proxy::cut_after_next_execute`], for the `n`-th batch from now that executes a
@@ -162,6 +170,8 @@ async fn client_to_server(
             b'S' | b'Q' => {
                 if has_work || kind == b'Q' {
                     counters.round_trips.fetch_add(1, Ordering::SeqCst);
+                } else {
+                    counters.pings.fetch_add(1, Ordering::SeqCst);
                 }
                 let cutting = (has_execute || kind == b'Q')
                     && counters.cut_countdown.fetch_update(

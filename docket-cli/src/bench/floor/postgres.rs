@@ -1,6 +1,7 @@
-//! The PostgreSQL floor: bare tables in the store's schema, reached through an sqlx pool built
-//! like the store's (same URL, pool size, session settings, statement caching, no ping per
-//! acquire), so the floor and the store differ only in what their statements do.
+//! The PostgreSQL floor: bare tables in the store's schema, reached through a pool built like
+//! the store's (same URL, pool size, session settings, statement caching, no ping per acquire,
+//! connections handed back warm after the hot statements: [`WarmPool`]), so the floor and the
+//! store differ only in what their statements do.
 //!
 //! Behind a transaction pooler (`pooler=transaction` or `poll_only=true`) the store sends each
 //! statement as one simple query with its parameters inline, keeping it prepared per server
@@ -10,8 +11,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
-use sqlx::Row;
+use docket_postgres::WarmPool;
+use sqlx::postgres::{PgPoolOptions, PgRow};
+use sqlx::{Executor, Row};
 
 use super::{floor_error, row_id, Floor};
 use crate::bench::BenchError;
@@ -19,7 +21,9 @@ use crate::bench::BenchError;
 /// A pool over the store's database.
 #[derive(Debug)]
 pub(crate) struct PostgresFloor {
-    pool: PgPool,
+    /// The store's kind of pool: sqlx's, with connections handed back warm after the hot
+    /// statements (no round trip to test them), as the store hands back its own.
+    pool: WarmPool,
     /// Behind a transaction pooler: the store's schema, whose `docket_prepare` keeps the floor's
     /// statements prepared per server connection (parameters inline, one simple query each).
     inline: Option<String>,
@@ -48,6 +52,7 @@ impl PostgresFloor {
             .connect_with(connect)
             .await
             .map_err(pg_error)?;
+        let pool = WarmPool::new(pool, options.pool_size);
         let commits = format!("{}.docket_bench_floor_commits", options.schema);
         let claims = format!("{}.docket_bench_floor_claims", options.schema);
         Ok(PostgresFloor {
@@ -68,7 +73,7 @@ impl PostgresFloor {
 
     async fn execute(&self, sql: &str) -> Result<(), BenchError> {
         sqlx::raw_sql(sql)
-            .execute(&self.pool)
+            .execute(self.pool.pool())
             .await
             .map(|_| ())
             .map_err(pg_error)
@@ -82,7 +87,7 @@ impl PostgresFloor {
             text = text.replace(&format!("${}", i + 1), literal);
         }
         sqlx::raw_sql(&text)
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool.pool())
             .await
             .map_err(pg_error)
     }
@@ -124,7 +129,7 @@ impl Floor for PostgresFloor {
     async fn server_settings(&self) -> Result<Option<String>, BenchError> {
         // A simple query, so it passes a transaction pooler unchanged.
         let rows = sqlx::raw_sql(SERVER_SETTINGS)
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool.pool())
             .await
             .map_err(pg_error)?;
         let row = rows
@@ -182,7 +187,7 @@ impl Floor for PostgresFloor {
             sqlx::query(&insert)
                 .bind(ids)
                 .bind(tokens.to_vec())
-                .execute(&self.pool)
+                .execute(self.pool.pool())
                 .await
                 .map_err(pg_error)?;
         }
@@ -190,6 +195,7 @@ impl Floor for PostgresFloor {
     }
 
     async fn commit(&self, row: usize, seq: u64, token: &str) -> Result<bool, BenchError> {
+        let mut conn = self.pool.acquire().await.map_err(pg_error)?;
         let affected = if let Some(schema) = &self.inline {
             let text = Self::cached(
                 schema,
@@ -201,23 +207,25 @@ impl Floor for PostgresFloor {
                     text_literal(token),
                 ],
             );
-            sqlx::raw_sql(&text).execute(&self.pool).await
+            conn.execute(sqlx::raw_sql(&text)).await
         } else {
-            sqlx::query(&self.commit_sql)
-                .bind(row_id(row)?)
-                .bind(seq as i64)
-                .bind(token)
-                .execute(&self.pool)
-                .await
+            conn.execute(
+                sqlx::query(&self.commit_sql)
+                    .bind(row_id(row)?)
+                    .bind(seq as i64)
+                    .bind(token),
+            )
+            .await
         }
         .map_err(pg_error)?
         .rows_affected();
+        conn.reuse();
         Ok(affected == 1)
     }
 
     async fn commit_seqs(&self) -> Result<Vec<u64>, BenchError> {
         let rows = sqlx::raw_sql(&format!("SELECT seq FROM {} ORDER BY id", self.commits))
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool.pool())
             .await
             .map_err(pg_error)?;
         rows.iter()
@@ -245,6 +253,7 @@ impl Floor for PostgresFloor {
 
     async fn claim(&self, limit: u32, token: &str) -> Result<Vec<u64>, BenchError> {
         let now = docket_core::model::Timestamp::now_utc().as_micros();
+        let mut conn = self.pool.acquire().await.map_err(pg_error)?;
         let rows = if let Some(schema) = &self.inline {
             let text = Self::cached(
                 schema,
@@ -252,19 +261,20 @@ impl Floor for PostgresFloor {
                 "text, int8, int8",
                 &[text_literal(token), now.to_string(), limit.to_string()],
             );
-            sqlx::raw_sql(&text)
-                .fetch_all(&self.pool)
+            conn.fetch_all(sqlx::raw_sql(&text))
                 .await
                 .map_err(pg_error)?
         } else {
-            sqlx::query(&self.claim_sql)
-                .bind(token)
-                .bind(now)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(pg_error)?
+            conn.fetch_all(
+                sqlx::query(&self.claim_sql)
+                    .bind(token)
+                    .bind(now)
+                    .bind(i64::from(limit)),
+            )
+            .await
+            .map_err(pg_error)?
         };
+        conn.reuse();
         rows.iter()
             .map(|row| {
                 row.try_get::<i64, _>(0)
@@ -279,7 +289,7 @@ impl Floor for PostgresFloor {
             "SELECT count(*) FILTER (WHERE token IS NULL), count(*) FILTER (WHERE token IS NOT NULL) FROM {}",
             self.claims
         ))
-        .fetch_one(&self.pool)
+        .fetch_one(self.pool.pool())
         .await
         .map_err(pg_error)?;
         let get = |i: usize| {
