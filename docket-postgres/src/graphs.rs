@@ -103,6 +103,7 @@ impl PostgresStore {
             .fetch_all(&mut conn)
             .await
             .map_err(error::safe)?;
+        conn.reuse();
         rows.iter()
             .map(|row| {
                 let corrupt = |detail: String| StoreError::CorruptGraph { detail };

@@ -119,7 +119,9 @@ impl PostgresStore {
         let statement = statement.bind(i64::from(query.limit) + 1);
         let rows = {
             let mut conn = self.conn().await?;
-            statement.fetch_all(&mut conn).await.map_err(error::safe)?
+            let rows = statement.fetch_all(&mut conn).await.map_err(error::safe)?;
+            conn.reuse();
+            rows
         };
         let runs = rows
             .iter()
@@ -166,9 +168,9 @@ impl PostgresStore {
             .bind(scope_key)
             .fetch_optional(&mut conn)
             .await
-            .map_err(error::safe)?
-            .ok_or(StoreError::NotFound)?;
-        decode_event_row(&row)
+            .map_err(error::safe)?;
+        conn.reuse();
+        decode_event_row(&row.ok_or(StoreError::NotFound)?)
     }
 
     pub(crate) async fn do_list_events(
@@ -182,7 +184,8 @@ impl PostgresStore {
         let (system, scope_key) = scope_binds(scope);
         let rows = {
             let mut conn = self.conn().await?;
-            self.q(&self.sql().list_events)
+            let rows = self
+                .q(&self.sql().list_events)
                 .bind(run_id.as_str())
                 .bind(after)
                 .bind(i64::from(query.limit))
@@ -190,7 +193,9 @@ impl PostgresStore {
                 .bind(scope_key)
                 .fetch_all(&mut conn)
                 .await
-                .map_err(error::safe)?
+                .map_err(error::safe)?;
+            conn.reuse();
+            rows
         };
         let Some(first) = rows.first() else {
             return Err(StoreError::NotFound);

@@ -26,6 +26,7 @@ impl PostgresStore {
             .fetch_optional(&mut conn)
             .await
             .map_err(error::safe)?;
+        conn.reuse();
         row.map(|row| decode(owner, &row)).transpose()
     }
 
@@ -53,6 +54,7 @@ impl PostgresStore {
             .fetch_all(&mut conn)
             .await
             .map_err(error::safe)?;
+        conn.reuse();
         let records = rows
             .iter()
             .map(|row| decode(owner, row))
@@ -69,6 +71,7 @@ impl PostgresStore {
             .fetch_optional(&mut conn)
             .await
             .map_err(error::safe)?;
+        conn.reuse();
         match row {
             Some(row) => Ok(row.try_get::<bool, _>(0).map_err(error::safe)?),
             None => Ok(false),

@@ -28,7 +28,9 @@ impl PostgresStore {
         statement: crate::statement::Statement<'_>,
     ) -> Result<Vec<PgRow>, OpsError> {
         let mut conn = self.conn().await?;
-        Ok(statement.fetch_all(&mut conn).await.map_err(error::sent)?)
+        let rows = statement.fetch_all(&mut conn).await.map_err(error::sent)?;
+        conn.reuse();
+        Ok(rows)
     }
 
     /// Registers `record` (a fresh Provisioning record) under `max_concurrent`.
