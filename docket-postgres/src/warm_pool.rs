@@ -90,6 +90,12 @@ impl WarmPool {
         &self.pool
     }
 
+    /// Callers of [`WarmPool::acquire`] waiting on sqlx's pool right now.
+    #[must_use]
+    pub fn waiting(&self) -> usize {
+        self.warm.lock().waiting
+    }
+
     /// A connection: the most recently handed back one, else one from sqlx's pool.
     ///
     /// Cancel-safe: a cancelled call holds nothing.
