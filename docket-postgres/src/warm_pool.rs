@@ -22,13 +22,16 @@
 //! goes back through sqlx's pool and its test, as before. While any caller waits on sqlx's
 //! pool (more callers than connections), handed-back connections go to sqlx's pool too, which
 //! serves its waiters in order: no connection sits warm while a caller waits, and under that
-//! contention the pool behaves exactly as sqlx's alone. (Handing connections straight from
-//! caller to caller instead was measured and not kept: with 64 callers on 10 connections the
-//! bench's bare-update floor ran at 3,600–5,200 updates/s in four of seven runs, against
-//! 13,000–17,000 otherwise.) Connections that sat in the list for [`COOL_AFTER`] go back to
-//! sqlx's pool, which closes idle ones after its idle timeout; the list holds at most the
-//! pool's size less one, so a caller of the bare pool ([`WarmPool::pool`]) always has a
-//! connection it can get.
+//! contention the pool behaves exactly as sqlx's alone. Two designs that served waiting
+//! callers from the warm list instead (waking one when a connection came back; handing it
+//! straight to the oldest) were measured and not kept: with 64 callers on 10 connections the
+//! bench's bare-update floor fell to 3,600–5,200 updates/s in 7 of 11 runs, against
+//! 15,700–17,800 in the others, the server idle and waiting for the client meanwhile
+//! (`pg_stat_activity`: `ClientRead`) — why, we did not find; the design kept did not fall in
+//! six runs (13,800–14,200, which is sqlx's pool alone at that contention). Connections that
+//! sat in the list for [`COOL_AFTER`] go back to sqlx's pool, which closes idle ones after its
+//! idle timeout; the list holds at most the pool's size less one, so it never holds every
+//! connection and a caller of the bare pool ([`WarmPool::pool`]) is never left waiting on it.
 //!
 //! `should_flush` is a public (if undocumented) method of sqlx's `Connection` trait in 0.8:
 //! whether the connection's write buffer holds anything, such as a queued rollback.

@@ -38,9 +38,14 @@ fn upstream() -> String {
 }
 
 async fn proxied(schema: &str, proxy: &Proxy) -> PostgresStore {
+    proxied_with_pool(schema, proxy, 1).await
+}
+
+/// A store through `proxy` with a pool of `pool_size` connections.
+async fn proxied_with_pool(schema: &str, proxy: &Proxy, pool_size: u32) -> PostgresStore {
     PostgresStore::open(
         PostgresOptions {
-            pool_size: 1,
+            pool_size,
             ..PostgresOptions::with_schema(schema)
         }
         .with_url(through(proxy)),
@@ -700,20 +705,6 @@ async fn a_start_batch_is_one_round_trip_and_a_lost_one_is_ambiguous_for_every_m
     );
 }
 
-/// A store through `proxy` whose pool has room for warm connections (`pool_size` 3: two kept
-/// warm, one always left to sqlx's pool).
-async fn proxied_warm(schema: &str, proxy: &Proxy) -> PostgresStore {
-    PostgresStore::open(
-        PostgresOptions {
-            pool_size: 3,
-            ..PostgresOptions::with_schema(schema)
-        }
-        .with_url(through(proxy)),
-    )
-    .await
-    .expect("connect through the proxy")
-}
-
 /// The pings `proxy` has seen once `more` have arrived after `before`, polled with a deadline
 /// (sqlx sends its test from a task of its own after the call has returned).
 async fn pings_after(proxy: &Proxy, before: u64, more: u64) -> u64 {
@@ -739,7 +730,8 @@ async fn pings_after(proxy: &Proxy, before: u64, more: u64) -> u64 {
 async fn a_workers_calls_hand_their_connections_back_without_a_ping() {
     let (direct, guard) = open().await;
     let proxy = Proxy::start(upstream()).await;
-    let store = proxied_warm(guard.schema(), &proxy).await;
+    // Three connections: two may be kept warm, one is always left to sqlx's pool.
+    let store = proxied_with_pool(guard.schema(), &proxy, 3).await;
     let owner = OwnerScope::Tenantless;
     let bare = || async {
         sqlx::query("SELECT 1")
