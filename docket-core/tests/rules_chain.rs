@@ -26,7 +26,7 @@ async fn started(id: &str) -> Run {
 /// The kernel's claimed commit of `prev` → `status` under `token` with `schedule`.
 fn commit(prev: &Run, status: RunStatus, token: &ClaimToken, schedule: ClaimedSchedule) -> Commit {
     let (proposal, events) = claimed(prev, status, token, schedule, t(5));
-    Commit::claimed(proposal, &events).expect("a well-formed commit")
+    Commit::claimed(proposal, events).expect("a well-formed commit")
 }
 
 /// A barrier that keeps the claim, and the completion built on it.
@@ -79,6 +79,11 @@ async fn a_barrier_and_its_completion_fold_into_the_completion_under_the_barrier
         "the operational state the completion leaves"
     );
     assert_eq!(folded.keeps_admission(), completion.keeps_admission());
+    assert_eq!(
+        Commit::chain_cloned(&[&barrier, &completion]),
+        Some(folded),
+        "folding borrowed commits gives the same commit"
+    );
 }
 
 #[tokio::test]
@@ -119,10 +124,15 @@ async fn then_gives_back_what_it_cannot_prove_equivalent() {
             let (mut proposal, events) =
                 claimed(barrier.run(), RunStatus::Done, &token, release, t(5));
             proposal.now = t(6);
-            Commit::claimed(proposal, &events).expect("a well-formed commit")
+            Commit::claimed(proposal, events).expect("a well-formed commit")
         }),
     ];
     for (what, first, second) in cases {
+        assert_eq!(
+            Commit::chain_cloned(&[&first, &second]),
+            None,
+            "{what}: no fold of borrowed commits either"
+        );
         let (back_first, back_second) = *first.clone().then(second.clone()).expect_err(what);
         assert_eq!(
             (back_first, back_second),

@@ -132,7 +132,7 @@ impl PostgresStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let init = Init::new(owner, proposal, &events)?;
+        let init = Init::new(owner, proposal, events)?;
         let mut conn = self.conn().await?;
         // Outside a transaction the statement commits itself: a lost answer is ambiguous.
         let outcome = self
@@ -201,7 +201,7 @@ impl PostgresStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let commit = Commit::claimed(proposal, &events)?;
+        let commit = Commit::claimed(proposal, events)?;
         let mut conn = self.conn().await?;
         let Some(query) = self.claimed_statement(scope, &commit)? else {
             // Nothing this store minted, or a seq no row can hold: the fence cannot match.
@@ -212,7 +212,7 @@ impl PostgresStore {
         };
         let outcome = match query.fetch_one(&mut conn).await {
             Ok(row) => match row.try_get::<i64, _>("updated").map_err(error::safe) {
-                Ok(1) => Ok(commit.run().clone()),
+                Ok(1) => Ok(commit.into_run()),
                 Ok(_) => {
                     self.classify_claimed_failure(&mut conn, scope, &commit)
                         .await
@@ -282,12 +282,14 @@ impl PostgresStore {
     /// transaction for a batch member), classified by the kernel's order: not visible →
     /// `NotFound`; then `Commit::check_head` (identity → `InvalidTransition`; fences →
     /// `StaleCheckpoint`; status matrix → `InvalidTransition`).
-    pub(crate) async fn classify_claimed_failure(
+    ///
+    /// Never `Ok`: it is generic so that each caller gets the result type it answers with.
+    pub(crate) async fn classify_claimed_failure<T>(
         &self,
         conn: &mut sqlx::PgConnection,
         scope: &Scope,
         commit: &Commit,
-    ) -> Result<Run, StoreError> {
+    ) -> Result<T, StoreError> {
         let (system, scope_key) = scope_binds(scope);
         let row = self
             .q(&self.sql().select_head)
@@ -314,7 +316,7 @@ impl PostgresStore {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let commit = Commit::unclaimed(expected_seq, proposal, &events)?;
+        let commit = Commit::unclaimed(expected_seq, proposal, events)?;
         let mut conn = self.conn().await?;
         let mut tx = self.begin(&mut conn).await?;
         let outcome = self.commit_unclaimed_in(&mut tx, scope, commit).await;

@@ -110,7 +110,7 @@ impl RedisStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let call = self.init_call(owner, proposal, &events)?;
+        let call = self.init_call(owner, proposal, events)?;
         let reply = self
             .script(
                 &self.scripts().initialize,
@@ -135,7 +135,7 @@ impl RedisStore {
         // The stateless checks run first; a member they refuse is never sent.
         let calls: Vec<Result<ScriptCall, StoreError>> = members
             .into_iter()
-            .map(|m| self.init_call(&m.owner, m.proposal, &m.events))
+            .map(|m| self.init_call(&m.owner, m.proposal, m.events))
             .collect();
         self.run_batch(&self.scripts().initialize, calls).await
     }
@@ -145,7 +145,7 @@ impl RedisStore {
         &self,
         owner: &OwnerScope,
         proposal: InitProposal,
-        events: &[Event],
+        events: Vec<Event>,
     ) -> Result<ScriptCall, StoreError> {
         let init = Init::new(owner, proposal, events)?;
         let run = init.run();
@@ -196,7 +196,7 @@ impl RedisStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let commit = Commit::claimed(proposal, &events)?;
+        let commit = Commit::claimed(proposal, events)?;
         let params = self.claimed_params(scope, &commit);
         self.commit(&self.scripts().commit_claimed, params, &commit)
             .await
@@ -219,7 +219,7 @@ impl RedisStore {
         // The stateless checks run first; a member they refuse is never sent.
         let checked: Vec<Result<(Scope, Commit), StoreError>> = commits
             .into_iter()
-            .map(|c| Ok((c.scope, Commit::claimed(c.proposal, &c.events)?)))
+            .map(|c| Ok((c.scope, Commit::claimed(c.proposal, c.events)?)))
             .collect();
         let mut outcomes: Vec<Option<Result<Run, StoreError>>> = checked
             .iter()
@@ -339,7 +339,7 @@ impl RedisStore {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let commit = Commit::unclaimed(expected_seq, proposal, &events)?;
+        let commit = Commit::unclaimed(expected_seq, proposal, events)?;
         let params = proposed(self.wake_params(Params::new()).scope(scope), commit.run());
         self.commit(&self.scripts().commit_unclaimed, params, &commit)
             .await

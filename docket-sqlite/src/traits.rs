@@ -57,7 +57,7 @@ impl RunStore for SqliteStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let init = Init::new(owner, proposal, &events)?;
+        let init = Init::new(owner, proposal, events)?;
         let owner = owner.clone();
         let planned = self
             .inner
@@ -75,7 +75,7 @@ impl RunStore for SqliteStore {
         // The stateless checks run here, on the caller's task, as for a single start.
         let members: Vec<transitions::InitMember> = members
             .into_iter()
-            .map(|m| Init::new(&m.owner, m.proposal, &m.events).map(|init| (m.owner, init)))
+            .map(|m| Init::new(&m.owner, m.proposal, m.events).map(|init| (m.owner, init)))
             .collect();
         let outcomes = self
             .inner
@@ -98,8 +98,7 @@ impl RunStore for SqliteStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        self.commit(scope, Commit::claimed(proposal, &events)?)
-            .await
+        self.commit(scope, Commit::claimed(proposal, events)?).await
     }
 
     async fn commit_claimed_batch(
@@ -113,7 +112,7 @@ impl RunStore for SqliteStore {
         // The stateless checks run here, on the caller's task, as for a single commit.
         let members: Vec<transitions::BatchMember> = commits
             .into_iter()
-            .map(|c| Commit::claimed(c.proposal, &c.events).map(|commit| (c.scope, commit)))
+            .map(|c| Commit::claimed(c.proposal, c.events).map(|commit| (c.scope, commit)))
             .collect();
         let outcomes = self
             .inner
@@ -137,7 +136,7 @@ impl RunStore for SqliteStore {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        self.commit(scope, Commit::unclaimed(expected_seq, proposal, &events)?)
+        self.commit(scope, Commit::unclaimed(expected_seq, proposal, events)?)
             .await
     }
 

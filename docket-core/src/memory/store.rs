@@ -38,7 +38,7 @@ impl RunStore for MemoryStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let init = Init::new(owner, proposal, &events)?;
+        let init = Init::new(owner, proposal, events)?;
         let planned = transitions::initialize(&mut *self.lock()?, owner, init)?;
         Ok(self.finish(planned))
     }
@@ -49,7 +49,7 @@ impl RunStore for MemoryStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let commit = Commit::claimed(proposal, &events)?;
+        let commit = Commit::claimed(proposal, events)?;
         let planned = transitions::commit(
             &mut *self.lock()?,
             scope,
@@ -66,7 +66,7 @@ impl RunStore for MemoryStore {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let commit = Commit::unclaimed(expected_seq, proposal, &events)?;
+        let commit = Commit::unclaimed(expected_seq, proposal, events)?;
         let planned = transitions::commit(&mut *self.lock()?, scope, commit, false)?;
         Ok(self.finish(planned))
     }

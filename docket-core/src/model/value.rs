@@ -51,7 +51,7 @@ pub enum ValueError {
 /// # Errors
 /// [`ValueError`] naming the first offending location.
 pub fn check_portable(value: &Value) -> Result<(), ValueError> {
-    walk(value, "", 0)
+    walk(value, &Path::Root, 0)
 }
 
 /// Checks that every value of `map` is portable and no key is reserved.
@@ -59,7 +59,7 @@ pub fn check_portable(value: &Value) -> Result<(), ValueError> {
 /// # Errors
 /// [`ValueError`] naming the first offending location.
 pub fn check_portable_map(map: &ValueMap) -> Result<(), ValueError> {
-    walk_map(map, "", 0)
+    walk_map(map, &Path::Root, 0)
 }
 
 /// Interprets `value` as a portable map.
@@ -79,16 +79,55 @@ pub fn portable_map(value: Value) -> Result<ValueMap, ValueError> {
     }
 }
 
-fn walk(value: &Value, path: &str, depth: usize) -> Result<(), ValueError> {
+/// Where a walk is: the chain of keys and list indexes from the root, kept on the stack and
+/// rendered as text only when a check fails. Every stored event and write is walked on the
+/// hot path, so a `String` per visited entry (what a rendered path would cost) is not paid
+/// for values that pass.
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root,
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    /// The JSON-pointer-like rendering: `/` for the root, `/a/0/b` below it.
+    fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_into(&mut out);
+        if out.is_empty() {
+            out.push('/');
+        }
+        out
+    }
+
+    fn render_into(&self, out: &mut String) {
+        match self {
+            Path::Root => {}
+            Path::Key(parent, key) => {
+                parent.render_into(out);
+                out.push('/');
+                out.push_str(key);
+            }
+            Path::Index(parent, index) => {
+                parent.render_into(out);
+                out.push('/');
+                out.push_str(&index.to_string());
+            }
+        }
+    }
+}
+
+fn walk(value: &Value, path: &Path<'_>, depth: usize) -> Result<(), ValueError> {
     match value {
         Value::Array(items) => {
             if depth >= MAX_VALUE_DEPTH {
                 return Err(ValueError::TooDeep {
-                    path: display_path(path),
+                    path: path.render(),
                 });
             }
             for (i, item) in items.iter().enumerate() {
-                walk(item, &format!("{path}/{i}"), depth + 1)?;
+                walk(item, &Path::Index(path, i), depth + 1)?;
             }
             Ok(())
         }
@@ -97,30 +136,22 @@ fn walk(value: &Value, path: &str, depth: usize) -> Result<(), ValueError> {
     }
 }
 
-fn walk_map(map: &ValueMap, path: &str, depth: usize) -> Result<(), ValueError> {
+fn walk_map(map: &ValueMap, path: &Path<'_>, depth: usize) -> Result<(), ValueError> {
     if depth >= MAX_VALUE_DEPTH {
         return Err(ValueError::TooDeep {
-            path: display_path(path),
+            path: path.render(),
         });
     }
     for (key, item) in map {
         if key.starts_with('$') {
             return Err(ValueError::ReservedKey {
                 key: key.clone(),
-                path: display_path(path),
+                path: path.render(),
             });
         }
-        walk(item, &format!("{path}/{key}"), depth + 1)?;
+        walk(item, &Path::Key(path, key), depth + 1)?;
     }
     Ok(())
-}
-
-fn display_path(path: &str) -> String {
-    if path.is_empty() {
-        "/".to_owned()
-    } else {
-        path.to_owned()
-    }
 }
 
 /// The JSON type name of `value`, for messages.
@@ -230,6 +261,28 @@ mod tests {
             check_portable(&v),
             Err(ValueError::TooDeep { .. })
         ));
+    }
+
+    #[test]
+    fn errors_name_where_they_are_from_the_root() {
+        let at_root = check_portable(&json!({"$x": 1})).expect_err("reserved at the root");
+        assert_eq!(
+            at_root,
+            ValueError::ReservedKey {
+                key: "$x".into(),
+                path: "/".into()
+            }
+        );
+        let mut deep = json!([]);
+        for _ in 0..MAX_VALUE_DEPTH {
+            deep = json!({ "k": deep });
+        }
+        let Err(ValueError::TooDeep { path }) = check_portable(&json!({ "top": [deep] })) else {
+            panic!("nesting past the limit is refused");
+        };
+        // Two levels above the chain of `k` maps: the limit is crossed 62 keys down it.
+        let expected = format!("/top/0{}", "/k".repeat(MAX_VALUE_DEPTH - 2));
+        assert_eq!(path, expected);
     }
 
     #[test]

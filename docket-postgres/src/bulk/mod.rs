@@ -55,7 +55,7 @@ impl PostgresStore {
         } in members
         {
             // The stateless checks first, as for a single `initialize`.
-            match Init::new(&owner, proposal, &events) {
+            match Init::new(&owner, proposal, events) {
                 Ok(init) => {
                     pending.push(Some((owner, init)));
                     outcomes.push(None);

@@ -20,7 +20,7 @@ use docket_core::store::rules::chain::{fold_chains, FoldedCommit};
 use docket_core::store::rules::transition::Commit;
 use docket_core::store::StoreError;
 
-use super::{pending, Attempt, Members};
+use super::{landed, pending, Attempt, Members};
 use crate::store::PostgresStore;
 
 impl PostgresStore {
@@ -39,10 +39,8 @@ impl PostgresStore {
         let Some(folds) = folds else {
             return;
         };
-        let mut sent: Vec<Option<(Scope, Commit)>> = folds
-            .iter()
-            .map(|f| Some((f.scope.clone(), f.commit.clone())))
-            .collect();
+        let mut sent: Vec<Option<(&Scope, &Commit)>> =
+            folds.iter().map(|f| Some((&f.scope, &f.commit))).collect();
         loop {
             match self.statement_attempt(&sent).await {
                 Attempt::Settled(settled) => {
@@ -68,7 +66,7 @@ impl PostgresStore {
 /// Answers the batch members `fold` stands for from its outcome, or leaves them in play.
 fn settle(
     fold: &FoldedCommit,
-    outcome: Result<Run, StoreError>,
+    outcome: Result<(), StoreError>,
     members: &mut Members,
     outcomes: &mut [Option<Result<Run, StoreError>>],
 ) {
@@ -76,15 +74,17 @@ fn settle(
         return;
     }
     for &index in &fold.members {
-        let answer = match &outcome {
-            Ok(_) => members[index]
-                .as_ref()
-                .map(|(_, commit)| Ok(commit.run().clone())),
-            Err(error) => Some(Err(error.clone())),
-        };
-        if let Some(answer) = answer {
-            outcomes[index] = Some(answer);
-            members[index] = None;
+        if members[index].is_none() {
+            continue;
         }
+        let answer = match &outcome {
+            // Each member landed with its own document, not the folded one's.
+            Ok(()) => landed(members, index),
+            Err(error) => {
+                members[index] = None;
+                Err(error.clone())
+            }
+        };
+        outcomes[index] = Some(answer);
     }
 }

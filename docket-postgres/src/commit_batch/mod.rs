@@ -28,29 +28,51 @@ pub(crate) use statement::{commit_claimed_batch, commit_claimed_batch_fresh};
 
 use docket_core::model::{Run, Scope};
 use docket_core::store::rules::transition::Commit;
-use docket_core::store::{BatchedCommit, StoreError};
+use docket_core::store::{BatchedCommit, Message, StoreError};
 
 use crate::store::PostgresStore;
 use crate::transitions::every_outcome;
 
 /// How one attempt at a batch ended.
 enum Attempt {
-    /// Every member in play has its outcome (index into the batch).
-    Settled(Vec<(usize, Result<Run, StoreError>)>),
+    /// Every member in play has its outcome (index into the batch); `Ok` is a member that
+    /// landed as proposed, whose answer is its own proposed document (taken from the member
+    /// with [`landed`], not copied).
+    Settled(Vec<(usize, Result<(), StoreError>)>),
     /// The member at `index` conflicts with stored events; the attempt committed nothing.
     Conflict { index: usize, error: StoreError },
 }
 
-/// The members still in play: `Some` until a conflict takes one out.
+/// The members still to be answered: `Some` until an answer takes one out.
 type Members = [Option<(Scope, Commit)>];
 
+/// The members one attempt sends, borrowed: `Some` while in play.
+type InPlay<'a> = [Option<(&'a Scope, &'a Commit)>];
+
+/// The members of `members` still to be answered, borrowed for one attempt.
+fn in_play(members: &Members) -> Vec<Option<(&Scope, &Commit)>> {
+    members
+        .iter()
+        .map(|member| member.as_ref().map(|(scope, commit)| (scope, commit)))
+        .collect()
+}
+
 /// The indexes of the members still in play.
-fn pending(members: &Members) -> impl Iterator<Item = usize> + '_ {
+fn pending<T>(members: &[Option<T>]) -> impl Iterator<Item = usize> + '_ {
     members
         .iter()
         .enumerate()
         .filter(|(_, m)| m.is_some())
         .map(|(i, _)| i)
+}
+
+/// The answer of the member at `index`, which landed: its proposed document, taken out of
+/// the batch (the member is answered).
+fn landed(members: &mut Members, index: usize) -> Result<Run, StoreError> {
+    members[index]
+        .take()
+        .map(|(_, commit)| commit.into_run())
+        .ok_or_else(|| StoreError::ambiguous(Message("a batch member was answered twice".into())))
 }
 
 /// Whether two members in play name the same run.
@@ -77,7 +99,7 @@ impl PostgresStore {
         } in commits
         {
             // The kernel's stateless checks, before anything is sent for this member.
-            match Commit::claimed(proposal, &events) {
+            match Commit::claimed(proposal, events) {
                 Ok(commit) => {
                     members.push(Some((scope, commit)));
                     outcomes.push(None);
@@ -93,15 +115,17 @@ impl PostgresStore {
         }
         let in_order = names_a_run_twice(&members);
         while pending(&members).next().is_some() {
+            let sent = in_play(&members);
             let attempt = if in_order {
-                self.transaction_attempt(&members).await
+                self.transaction_attempt(&sent).await
             } else {
-                self.statement_attempt(&members).await
+                self.statement_attempt(&sent).await
             };
+            drop(sent);
             match attempt {
                 Attempt::Settled(settled) => {
                     for (index, outcome) in settled {
-                        outcomes[index] = Some(outcome);
+                        outcomes[index] = Some(outcome.and_then(|()| landed(&mut members, index)));
                     }
                     break;
                 }

@@ -21,11 +21,10 @@
 
 use std::collections::HashSet;
 
-use docket_core::model::Run;
 use docket_core::store::{Message, StoreError};
 use sqlx::Row;
 
-use super::{pending, Attempt, Members};
+use super::{pending, Attempt, InPlay};
 use crate::codec::EventArrays;
 use crate::error::{self, EVENT_CONFLICT, UNIQUE_VIOLATION};
 use crate::sql::{claim_start, APPEND_IDEMPOTENTLY};
@@ -290,7 +289,7 @@ fn parse_conflict_detail(detail: &str) -> Option<(usize, u64)> {
 /// A batch's members laid out for the statement.
 struct Plan {
     /// Outcomes known before anything is sent (a member whose binds do not encode).
-    settled: Vec<(usize, Result<Run, StoreError>)>,
+    settled: Vec<(usize, Result<(), StoreError>)>,
     /// The arrays of the members sent, in run-id order.
     arrays: BatchArrays,
     /// Members sent in the statement.
@@ -302,8 +301,8 @@ struct Plan {
 impl Plan {
     /// Lays out the members still in play, in run-id order (the same plan every time for the
     /// same members).
-    fn of(members: &Members) -> Plan {
-        let commit_of = |index: usize| members[index].as_ref().map(|(s, c)| (s, c));
+    fn of(members: &InPlay<'_>) -> Plan {
+        let commit_of = |index: usize| members[index];
         let mut order: Vec<usize> = pending(members).collect();
         order.sort_by(|a, b| {
             let run = |i: usize| commit_of(i).map(|(_, c)| c.run().id.as_str());
@@ -367,8 +366,8 @@ impl PostgresStore {
     /// One statement over the members still in play, which name distinct runs: the fresh
     /// statement, and the idempotent one when a proposed event turns out to be stored
     /// ([`commit_claimed_batch_fresh`]).
-    pub(super) async fn statement_attempt(&self, members: &Members) -> Attempt {
-        let commit_of = |index: usize| members[index].as_ref().map(|(s, c)| (s, c));
+    pub(super) async fn statement_attempt(&self, members: &InPlay<'_>) -> Attempt {
+        let commit_of = |index: usize| members[index];
         let Plan {
             mut settled,
             arrays,
@@ -438,7 +437,7 @@ impl PostgresStore {
                 continue;
             };
             let outcome = if written.contains(&index) {
-                Ok(commit.run().clone())
+                Ok(())
             } else {
                 // Fenced out, stale or refused: one read says which, as for a single call.
                 self.classify_claimed_failure(&mut conn, scope, commit)
@@ -454,7 +453,7 @@ impl PostgresStore {
 /// Every member of an attempt that failed as a whole gets the same `error`, beside the
 /// outcomes already settled before anything was sent.
 fn failed_as_a_whole(
-    mut settled: Vec<(usize, Result<Run, StoreError>)>,
+    mut settled: Vec<(usize, Result<(), StoreError>)>,
     sent: &[usize],
     unmatchable: &[usize],
     error: &StoreError,

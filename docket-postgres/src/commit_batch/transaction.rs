@@ -7,7 +7,7 @@
 use docket_core::store::StoreError;
 use sqlx::Row;
 
-use super::{Attempt, Members};
+use super::{Attempt, InPlay};
 use crate::error::{self, EVENT_CONFLICT};
 use crate::store::{hand_back, PostgresStore};
 use crate::transitions::{conflict_seq, first_seq};
@@ -15,7 +15,7 @@ use crate::transitions::{conflict_seq, first_seq};
 impl PostgresStore {
     /// One transaction over the members still in play, each member's single statement in
     /// batch order.
-    pub(super) async fn transaction_attempt(&self, members: &Members) -> Attempt {
+    pub(super) async fn transaction_attempt(&self, members: &InPlay<'_>) -> Attempt {
         let pending = || members.iter().enumerate().filter(|(_, m)| m.is_some());
         let fail_all = |error: StoreError| {
             Attempt::Settled(pending().map(|(i, _)| (i, Err(error.clone()))).collect())
@@ -67,7 +67,7 @@ impl PostgresStore {
                 },
             };
             if written {
-                settled.push((index, Ok(commit.run().clone())));
+                settled.push((index, Ok(())));
                 continue;
             }
             match self.classify_claimed_failure(&mut tx, scope, commit).await {

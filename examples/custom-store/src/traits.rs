@@ -35,7 +35,7 @@ impl RunStore for MapStore {
         proposal: InitProposal,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let init = Init::new(owner, proposal, &events)?;
+        let init = Init::new(owner, proposal, events)?;
         transitions::initialize(&mut *self.lock()?, owner, init)
     }
 
@@ -45,7 +45,7 @@ impl RunStore for MapStore {
         proposal: ClaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let commit = Commit::claimed(proposal, &events)?;
+        let commit = Commit::claimed(proposal, events)?;
         transitions::commit(&mut *self.lock()?, scope, commit)
     }
 
@@ -56,7 +56,7 @@ impl RunStore for MapStore {
         proposal: UnclaimedCommit,
         events: Vec<Event>,
     ) -> Result<Run, StoreError> {
-        let commit = Commit::unclaimed(expected_seq, proposal, &events)?;
+        let commit = Commit::unclaimed(expected_seq, proposal, events)?;
         transitions::commit(&mut *self.lock()?, scope, commit)
     }
 

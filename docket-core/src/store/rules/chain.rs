@@ -64,26 +64,35 @@ impl FoldedCommit {
 pub fn fold_chains<'a>(
     members: impl IntoIterator<Item = (usize, &'a Scope, &'a Commit)>,
 ) -> Option<Vec<FoldedCommit>> {
-    let mut folded: Vec<FoldedCommit> = Vec::new();
+    // Group first, so that nothing is copied for a batch that does not fold and each chain
+    // is copied once, as its fold.
+    let mut chains: Vec<Vec<(usize, &Scope, &Commit)>> = Vec::new();
     let mut by_run: HashMap<&str, usize> = HashMap::new();
     let mut any = false;
     for (index, scope, commit) in members {
         let Some(&at) = by_run.get(commit.run().id.as_str()) else {
-            by_run.insert(commit.run().id.as_str(), folded.len());
-            folded.push(FoldedCommit {
-                scope: scope.clone(),
-                commit: commit.clone(),
-                members: vec![index],
-            });
+            by_run.insert(commit.run().id.as_str(), chains.len());
+            chains.push(vec![(index, scope, commit)]);
             continue;
         };
-        let earlier = &mut folded[at];
-        if earlier.scope != *scope {
+        if chains[at][0].1 != scope {
             return None;
         }
-        earlier.commit = earlier.commit.clone().then(commit.clone()).ok()?;
-        earlier.members.push(index);
+        chains[at].push((index, scope, commit));
         any = true;
     }
-    any.then_some(folded)
+    if !any {
+        return None;
+    }
+    chains
+        .into_iter()
+        .map(|chain| {
+            let commits: Vec<&Commit> = chain.iter().map(|&(_, _, commit)| commit).collect();
+            Some(FoldedCommit {
+                scope: chain[0].1.clone(),
+                commit: Commit::chain_cloned(&commits)?,
+                members: chain.iter().map(|&(index, _, _)| index).collect(),
+            })
+        })
+        .collect()
 }

@@ -44,7 +44,7 @@ use super::events::{merge_with_stored, normalize_events, StoredEvent};
 fn validate_initialize(
     _owner: &OwnerScope,
     proposal: &InitProposal,
-    events: &[Event],
+    events: Vec<Event>,
 ) -> Result<Vec<Event>, StoreError> {
     if proposal.checkpoint_type != CheckpointType::RunInitialized {
         return Err(StoreError::invalid_transition(format!(
@@ -68,7 +68,10 @@ fn validate_initialize(
 }
 
 /// Validates a `commit_claimed` proposal and returns its normalized events.
-fn validate_claimed(proposal: &ClaimedCommit, events: &[Event]) -> Result<Vec<Event>, StoreError> {
+fn validate_claimed(
+    proposal: &ClaimedCommit,
+    events: Vec<Event>,
+) -> Result<Vec<Event>, StoreError> {
     check_seq_step(proposal.expected_seq, &proposal.run)?;
     check_durable(&proposal.run)?;
     if !proposal.schedule.fits(proposal.run.status) {
@@ -84,7 +87,7 @@ fn validate_claimed(proposal: &ClaimedCommit, events: &[Event]) -> Result<Vec<Ev
 fn validate_unclaimed(
     expected_seq: u64,
     proposal: &UnclaimedCommit,
-    events: &[Event],
+    events: Vec<Event>,
 ) -> Result<Vec<Event>, StoreError> {
     check_seq_step(expected_seq, &proposal.run)?;
     check_durable(&proposal.run)?;
@@ -269,7 +272,7 @@ impl Init {
     pub fn new(
         owner: &OwnerScope,
         proposal: InitProposal,
-        events: &[Event],
+        events: Vec<Event>,
     ) -> Result<Self, StoreError> {
         let events = validate_initialize(owner, &proposal, events)?;
         Ok(Init {
@@ -358,7 +361,7 @@ impl Commit {
     ///
     /// # Errors
     /// `InvalidTransition` or `EventConflict`; nothing is read or written.
-    pub fn claimed(proposal: ClaimedCommit, events: &[Event]) -> Result<Self, StoreError> {
+    pub fn claimed(proposal: ClaimedCommit, events: Vec<Event>) -> Result<Self, StoreError> {
         let events = validate_claimed(&proposal, events)?;
         Ok(Commit {
             run: proposal.run,
@@ -381,7 +384,7 @@ impl Commit {
     pub fn unclaimed(
         expected_seq: u64,
         proposal: UnclaimedCommit,
-        events: &[Event],
+        events: Vec<Event>,
     ) -> Result<Self, StoreError> {
         let events = validate_unclaimed(expected_seq, &proposal, events)?;
         Ok(Commit {
@@ -415,29 +418,7 @@ impl Commit {
     /// # Errors
     /// Gives both commits back, unchanged, when they cannot be folded.
     pub fn then(self, next: Commit) -> Result<Commit, Box<(Commit, Commit)>> {
-        let foldable = match (&self.fence, &next.fence) {
-            (
-                Fence::Claim {
-                    token,
-                    schedule: ClaimedSchedule::RetainClaim,
-                },
-                Fence::Claim {
-                    token: next_token, ..
-                },
-            ) => token == next_token,
-            _ => false,
-        } && self.run.status == RunStatus::Running
-            && self.run.id == next.run.id
-            && self.run.graph_id == next.run.graph_id
-            && self.run.graph_hash == next.run.graph_hash
-            && self.run.started_at == next.run.started_at
-            && next.expected_seq == self.run.checkpoint_seq
-            && self.now == next.now
-            && match (self.events.last(), next.events.first()) {
-                (Some(last), Some(first)) => last.seq < first.seq,
-                _ => true,
-            };
-        if !foldable {
+        if !self.folds_with(&next, self.events.last()) {
             return Err(Box::new((self, next)));
         }
         let mut events = self.events;
@@ -450,6 +431,70 @@ impl Commit {
             now: next.now,
             events,
         })
+    }
+
+    /// The fold of a whole `chain` — each commit built on the one before — without taking
+    /// any of them: what folding them one after another with [`Commit::then`] gives, built
+    /// from copies of the last commit's document and fence and of every commit's events
+    /// (the earlier documents, which the fold drops, are not copied). What a store folding
+    /// the members of a batch it borrows needs. `None` for an empty chain and wherever
+    /// `then` would give the commits back.
+    #[must_use]
+    pub fn chain_cloned(chain: &[&Commit]) -> Option<Commit> {
+        let (first, rest) = chain.split_first()?;
+        let mut events = first.events.clone();
+        let mut last = *first;
+        for next in rest {
+            if !last.folds_with(next, events.last()) {
+                return None;
+            }
+            events.extend_from_slice(&next.events);
+            last = next;
+        }
+        Some(Commit {
+            run: last.run.clone(),
+            expected_seq: first.expected_seq,
+            fence: last.fence.clone(),
+            checkpoint_type: last.checkpoint_type,
+            now: last.now,
+            events,
+        })
+    }
+
+    /// Whether `next` can be folded onto `self` (see [`Commit::then`]), the fold so far
+    /// ending with `last_event`.
+    fn folds_with(&self, next: &Commit, last_event: Option<&Event>) -> bool {
+        let same_token = match (&self.fence, &next.fence) {
+            (
+                Fence::Claim {
+                    token,
+                    schedule: ClaimedSchedule::RetainClaim,
+                },
+                Fence::Claim {
+                    token: next_token, ..
+                },
+            ) => token == next_token,
+            _ => false,
+        };
+        same_token
+            && self.run.status == RunStatus::Running
+            && self.run.id == next.run.id
+            && self.run.graph_id == next.run.graph_id
+            && self.run.graph_hash == next.run.graph_hash
+            && self.run.started_at == next.run.started_at
+            && next.expected_seq == self.run.checkpoint_seq
+            && self.now == next.now
+            && match (last_event, next.events.first()) {
+                (Some(last), Some(first)) => last.seq < first.seq,
+                _ => true,
+            }
+    }
+
+    /// The proposed document, taken out of the commit (a store answering a commit that
+    /// landed gives it back without a copy).
+    #[must_use]
+    pub fn into_run(self) -> Run {
+        self.run
     }
 
     /// The proposed document.
