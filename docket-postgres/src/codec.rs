@@ -6,7 +6,7 @@
 //! that the operational columns satisfy the row invariants; any failure is `Corrupt`, never
 //! "absent".
 
-use docket_core::model::value::canonical_json;
+use docket_core::model::value::canonical_json_map;
 use docket_core::model::{
     validate_durable, CheckpointType, ClaimToken, Event, EventType, GraphHash, GraphId,
     OperationalState, OwnerScope, Poison, PoisonReason, Run, RunId, RunStatus, RunSummary,
@@ -324,12 +324,8 @@ pub(crate) fn encode_events(events: &[Event]) -> Result<EventArrays, StoreError>
         arrays.node_id.push(event.node_id.clone());
         arrays.channel_id.push(event.channel_id.clone());
         arrays.task_id.push(event.task_id.clone());
-        arrays
-            .payload
-            .push(canonical_json(&Value::Object(event.payload.clone())));
-        arrays
-            .metadata
-            .push(canonical_json(&Value::Object(event.metadata.clone())));
+        arrays.payload.push(canonical_json_map(&event.payload));
+        arrays.metadata.push(canonical_json_map(&event.metadata));
         arrays.occurred_at.push(event.timestamp.as_micros());
     }
     for text in arrays

@@ -11,7 +11,7 @@
 use rusqlite::types::Value;
 use rusqlite::Row;
 
-use docket_core::model::value::canonical_json;
+use docket_core::model::value::{canonical_json, canonical_json_map};
 use docket_core::model::{
     validate_durable, CheckpointType, ClaimToken, Event, EventType, GraphHash, GraphId,
     OperationalState, OwnerScope, Poison, PoisonReason, Run, RunId, RunStatus, RunSummary,
@@ -377,7 +377,7 @@ pub(crate) fn encode_document(run: &Run) -> Result<String, StoreError> {
 /// The canonical JSON text of an event payload or metadata map.
 pub(crate) fn encode_map(map: &ValueMap) -> String {
     // Canonical JSON of a map of JSON values is valid UTF-8 by construction.
-    String::from_utf8_lossy(&canonical_json(&serde_json::Value::Object(map.clone()))).into_owned()
+    String::from_utf8_lossy(&canonical_json_map(map)).into_owned()
 }
 
 /// A counter as an SQL integer.

@@ -180,6 +180,15 @@ pub fn canonical_json(value: &Value) -> Vec<u8> {
     out
 }
 
+/// [`canonical_json`] of a map, without wrapping (and so copying) it in a [`Value`] first:
+/// what a store encodes every event's payload and metadata with.
+#[must_use]
+pub fn canonical_json_map(map: &ValueMap) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_map(map, &mut out);
+    out
+}
+
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Array(items) => {
@@ -289,6 +298,15 @@ mod tests {
     fn canonical_json_sorts_keys_and_drops_whitespace() {
         let a: Value = serde_json::from_str("{ \"b\": 1, \"a\": [1.5, -0.0] }").expect("json");
         assert_eq!(canonical_json(&a), br#"{"a":[1.5,-0.0],"b":1}"#);
+    }
+
+    #[test]
+    fn a_maps_canonical_json_is_that_of_the_map_as_a_value() {
+        let value = json!({ "z": [1, { "b": null, "a": -0.0 }], "a": "x" });
+        let Value::Object(map) = value.clone() else {
+            panic!("an object");
+        };
+        assert_eq!(canonical_json_map(&map), canonical_json(&value));
     }
 
     #[test]
