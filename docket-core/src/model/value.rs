@@ -289,7 +289,8 @@ mod tests {
         let Err(ValueError::TooDeep { path }) = check_portable(&json!({ "top": [deep] })) else {
             panic!("nesting past the limit is refused");
         };
-        // Two levels above the chain of `k` maps: the limit is crossed 62 keys down it.
+        // `top` and its list are the first two levels, so the limit is crossed 62 `k` maps
+        // down the chain.
         let expected = format!("/top/0{}", "/k".repeat(MAX_VALUE_DEPTH - 2));
         assert_eq!(path, expected);
     }
