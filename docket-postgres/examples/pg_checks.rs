@@ -208,7 +208,8 @@ async fn fair_backlog(
             "UPDATE {s}.runs SET run_id = '{name}-' || run_id,
                  document = convert_to(replace(convert_from(document, 'UTF8'),
                      '\"' || run_id || '\"', '\"{name}-' || run_id || '\"'), 'UTF8')
-             WHERE run_id LIKE 'bulk%'",
+             WHERE run_id LIKE 'bulk%';
+             UPDATE {s}.run_listing SET run_id = '{name}-' || run_id WHERE run_id LIKE 'bulk%'",
             s = store.schema()
         );
         sqlx::raw_sql(&rename)
@@ -370,7 +371,8 @@ async fn drain_rate(pending: u64, policy: ClaimPolicy, limit: NonZeroU32) -> Res
             .await
             .map_err(failed("bulk insert"))?;
         let rename = format!(
-            "UPDATE {s}.runs SET run_id = '{name}-' || run_id WHERE run_id LIKE 'bulk%'",
+            "UPDATE {s}.runs SET run_id = '{name}-' || run_id WHERE run_id LIKE 'bulk%';
+             UPDATE {s}.run_listing SET run_id = '{name}-' || run_id WHERE run_id LIKE 'bulk%'",
             s = store.schema()
         );
         sqlx::raw_sql(&rename)

@@ -20,7 +20,7 @@ struct Migration {
 }
 
 /// The newest schema version this build knows.
-pub const LATEST_VERSION: i32 = 12;
+pub const LATEST_VERSION: i32 = 13;
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
@@ -82,6 +82,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 12,
         description: "events without a foreign key: the statements that append them hold their run",
         sql: include_str!("sql/v12.sql"),
+    },
+    Migration {
+        version: 13,
+        description: "run listing and graph references in a table written once per run",
+        sql: include_str!("sql/v13.sql"),
     },
 ];
 

@@ -68,7 +68,7 @@ impl PostgresStore {
             .map(|s| s.iter().map(|s| s.as_str().to_owned()).collect());
         let mut sql = format!(
             "SELECT {SUMMARY_COLUMNS} FROM {} WHERE true",
-            self.sql().runs_table
+            self.sql().listed_runs
         );
         let mut placeholders = 0;
         let mut next = || {
@@ -76,26 +76,26 @@ impl PostgresStore {
             format!("${placeholders}")
         };
         if owner.is_some() {
-            sql.push_str(&format!(" AND scope_key = {}", next()));
+            sql.push_str(&format!(" AND l.scope_key = {}", next()));
         }
         if query.before.is_some() {
             sql.push_str(&format!(
-                " AND (started_at, run_id) < ({}, {}::text COLLATE \"C\")",
+                " AND (l.started_at, l.run_id) < ({}, {}::text COLLATE \"C\")",
                 next(),
                 next()
             ));
         }
         if query.graph_id.is_some() {
-            sql.push_str(&format!(" AND graph_id = {}", next()));
+            sql.push_str(&format!(" AND l.graph_id = {}", next()));
         }
         if query.graph_hash.is_some() {
-            sql.push_str(&format!(" AND graph_hash = {}", next()));
+            sql.push_str(&format!(" AND l.graph_hash = {}", next()));
         }
         if statuses.is_some() {
-            sql.push_str(&format!(" AND status = ANY({})", next()));
+            sql.push_str(&format!(" AND r.status = ANY({})", next()));
         }
         sql.push_str(&format!(
-            " ORDER BY started_at DESC, run_id DESC LIMIT {}",
+            " ORDER BY l.started_at DESC, l.run_id DESC LIMIT {}",
             next()
         ));
         let mut statement = self.q(&sql);

@@ -40,7 +40,8 @@ fn unnest_events(first: usize) -> String {
 
 /// `initialize`, one statement: the run row is inserted only if the graph exists in the
 /// owner's scope (zero rows → `NotFound`; a taken run id raises `unique_violation` →
-/// `Conflict`), then its events, then the wake notification.
+/// `Conflict`), then its listing row (`run_listing`, schema version 13), its events and the
+/// wake notification.
 ///
 /// `$1` run_id, `$2` scope_key, `$3` graph_id, `$4` graph_hash, `$5` tenant_id, `$6` status,
 /// `$7` step, `$8` checkpoint_seq, `$9` event_seq, `$10` document, `$11` started_at,
@@ -56,7 +57,10 @@ fn initialize() -> String {
                 checkpoint_seq, event_seq, document, latest_checkpoint_type, wake_at,
                 started_at, updated_at, finished_at, inserted_at)
             SELECT $1, $5, $3, $4, $6, $7, $8, $9, $10, $14, $15, $11, $12, $13, $16 FROM graph
-            RETURNING run_id
+            RETURNING run_id, scope_key, started_at, graph_id, graph_hash
+        ), listed AS (
+            INSERT INTO {{s}}.run_listing (run_id, scope_key, started_at, graph_id, graph_hash)
+            SELECT run_id, scope_key, started_at, graph_id, graph_hash FROM inserted
         ), events AS (
             INSERT INTO {{s}}.events (run_id, seq, event_type, step, node_id, channel_id, task_id,
                 payload, metadata, occurred_at, inserted_at)
@@ -422,13 +426,18 @@ const PRUNE_EVENTS: &str = "DELETE FROM {s}.events AS e
 /// backend), with their events and the count of those events: `$1` cutoff, `$2` batch.
 ///
 /// No foreign key deletes a run's events with it (schema version 12, `sql/v12.sql`): this
-/// statement, the only one that deletes runs, deletes them itself.
+/// statement, the only one that deletes runs, deletes them itself, and the runs' listing
+/// rows (schema version 13, `sql/v13.sql`), found through the listing's unique index.
 const PRUNE_RUNS: &str = "WITH victims AS (
         SELECT id, run_id FROM {s}.runs
         WHERE retained_since < $1
         ORDER BY retained_since, run_id LIMIT $2 FOR UPDATE SKIP LOCKED
     ), deleted AS (
-        DELETE FROM {s}.runs AS r USING victims AS v WHERE r.id = v.id RETURNING r.run_id
+        DELETE FROM {s}.runs AS r USING victims AS v WHERE r.id = v.id
+        RETURNING r.run_id, r.started_at
+    ), unlisted AS (
+        DELETE FROM {s}.run_listing AS l USING deleted AS d
+        WHERE l.started_at = d.started_at AND l.run_id = d.run_id
     ), deleted_events AS (
         DELETE FROM {s}.events AS e USING deleted AS d WHERE e.run_id = d.run_id RETURNING 1
     )
@@ -437,7 +446,8 @@ const PRUNE_RUNS: &str = "WITH victims AS (
 
 /// Graph versions unreferenced by any run and below the newest `$1` per (scope, graph id),
 /// oldest first, ties by address (the order of every backend):
-/// `$1` kept per graph, `$2` batch.
+/// `$1` kept per graph, `$2` batch. A run's graph is read from its listing row (schema
+/// version 13), which the statement that starts the run writes.
 const PRUNE_GRAPHS: &str = "WITH ranked AS (
         SELECT id, row_number() OVER (PARTITION BY scope_key, graph_id
                                       ORDER BY published_at DESC, graph_hash DESC) AS rank
@@ -445,7 +455,7 @@ const PRUNE_GRAPHS: &str = "WITH ranked AS (
     ), victims AS (
         SELECT g.id FROM {s}.graph_versions AS g JOIN ranked AS k ON k.id = g.id
         WHERE k.rank > $1
-          AND NOT EXISTS (SELECT 1 FROM {s}.runs AS r WHERE r.scope_key = g.scope_key
+          AND NOT EXISTS (SELECT 1 FROM {s}.run_listing AS r WHERE r.scope_key = g.scope_key
                           AND r.graph_id = g.graph_id AND r.graph_hash = g.graph_hash)
         ORDER BY g.published_at, g.scope_key, g.graph_id, g.graph_hash
         LIMIT $2
@@ -453,12 +463,13 @@ const PRUNE_GRAPHS: &str = "WITH ranked AS (
     )
     DELETE FROM {s}.graph_versions AS g USING victims AS v
     WHERE g.id = v.id
-      AND NOT EXISTS (SELECT 1 FROM {s}.runs AS r WHERE r.scope_key = g.scope_key
+      AND NOT EXISTS (SELECT 1 FROM {s}.run_listing AS r WHERE r.scope_key = g.scope_key
                       AND r.graph_id = g.graph_id AND r.graph_hash = g.graph_hash)";
 
-/// Summary columns for `list_runs` (the rest of the statement is built per query).
-pub(crate) const SUMMARY_COLUMNS: &str = "run_id, tenant_id, graph_id, graph_hash, status, step, \
-    checkpoint_seq, started_at, updated_at, finished_at";
+/// Summary columns for `list_runs`, of the run `r` a listing row `l` names (the rest of the
+/// statement is built per query, over [`Sql::listed_runs`]).
+pub(crate) const SUMMARY_COLUMNS: &str = "r.run_id, r.tenant_id, r.graph_id, r.graph_hash, \
+    r.status, r.step, r.checkpoint_seq, r.started_at, r.updated_at, r.finished_at";
 
 /// The rendered statements of one store.
 #[derive(Debug)]
@@ -492,7 +503,9 @@ pub(crate) struct Sql {
     pub prune_events: String,
     pub prune_runs: String,
     pub prune_graphs: String,
-    pub runs_table: String,
+    /// The `FROM` of `list_runs`: each listing row `l` joined to its run `r` (the order and
+    /// the owner, graph and cursor filters read `l`, whose indexes serve them).
+    pub listed_runs: String,
 }
 
 impl Sql {
@@ -528,7 +541,9 @@ impl Sql {
             prune_events: r(PRUNE_EVENTS),
             prune_runs: r(PRUNE_RUNS),
             prune_graphs: r(PRUNE_GRAPHS),
-            runs_table: format!("{schema}.runs"),
+            listed_runs: format!(
+                "{schema}.run_listing AS l JOIN {schema}.runs AS r ON r.run_id = l.run_id"
+            ),
         }
     }
 }

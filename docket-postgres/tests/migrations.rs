@@ -470,9 +470,30 @@ async fn migrate_in_place(conn: &mut PgConnection, schema: &str) -> PostgresStor
     store
 }
 
+/// Takes `schema` back to what version 12 stored: the listing and graph indexes are on `runs`
+/// again and `run_listing` is gone.
+async fn roll_back_version_13(conn: &mut PgConnection, schema: &str) {
+    sqlx::raw_sql(&format!(
+        "DROP TABLE {schema}.run_listing;
+         ALTER TABLE {schema}.runs ADD CONSTRAINT runs_graph_fkey
+             FOREIGN KEY (scope_key, graph_id, graph_hash)
+             REFERENCES {schema}.graph_versions (scope_key, graph_id, graph_hash)
+             ON DELETE RESTRICT;
+         CREATE INDEX runs_list_index ON {schema}.runs (started_at DESC, run_id DESC);
+         CREATE INDEX runs_scope_list_index
+             ON {schema}.runs (scope_key, started_at DESC, run_id DESC);
+         CREATE INDEX runs_graph_index ON {schema}.runs (scope_key, graph_id, graph_hash);
+         DELETE FROM {schema}.docket_schema_migrations WHERE version >= 13;"
+    ))
+    .execute(conn)
+    .await
+    .expect("back to version 12");
+}
+
 /// Takes `schema` back to what version 11 stored: `events.run_id` references `runs` again,
 /// deleting a run's events with it.
 async fn roll_back_version_12(conn: &mut PgConnection, schema: &str) {
+    roll_back_version_13(conn, schema).await;
     sqlx::raw_sql(&format!(
         "ALTER TABLE {schema}.events ADD CONSTRAINT events_run_id_fkey FOREIGN KEY (run_id)
              REFERENCES {schema}.runs (run_id) ON DELETE CASCADE;
@@ -771,5 +792,139 @@ async fn a_version_11_store_migrates_to_events_without_a_foreign_key() {
         held_events,
         "the live run keeps its events"
     );
+    drop(guard);
+}
+
+/// The names of the indexes on `schema.table`, sorted.
+async fn indexes(conn: &mut PgConnection, schema: &str, table: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = $2
+         ORDER BY 1",
+    )
+    .bind(schema)
+    .bind(table)
+    .fetch_all(conn)
+    .await
+    .expect("indexes")
+}
+
+/// Every page of `list_runs` in `scope` (one run per page, so the cursor is used), as run ids.
+async fn listed(store: &PostgresStore, scope: &docket_core::model::Scope) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut before = None;
+    loop {
+        let page = store
+            .list_runs(
+                scope,
+                &docket_core::model::RunQuery {
+                    limit: 1,
+                    before: before.clone(),
+                    ..docket_core::model::RunQuery::default()
+                },
+            )
+            .await
+            .expect("page");
+        ids.extend(page.runs.iter().map(|r| r.id.as_str().to_owned()));
+        if !page.has_more {
+            return ids;
+        }
+        before = page.next_before;
+    }
+}
+
+/// A store written at schema version 12 migrates in place to version 13: every run gets its
+/// listing row, the listing and graph indexes leave `runs`, the pages listed before are listed
+/// after (the whole store and one owner's), a run started afterwards is listed, and the
+/// pruner deletes a finished run's listing row with it.
+#[tokio::test]
+async fn a_version_12_store_migrates_to_a_listing_table_written_once_per_run() {
+    let (store, guard) = open().await;
+    let schema = guard.schema().to_owned();
+    let finishing = start(&store, &tenant("a"), "finished", t(0)).await;
+    let finisher = claim_one(&store, t(1)).await;
+    let terminal = ClaimedSchedule::Release(ReleaseWake::Terminal);
+    commit_moment(
+        &store,
+        &finisher.claim_token,
+        &finishing,
+        done(&finishing, t(7)),
+        terminal,
+        t(7),
+    )
+    .await;
+    for (owner, id) in [("a", "a-live"), ("b", "b-live"), ("b", "b-other")] {
+        start(&store, &tenant(owner), id, t(0)).await;
+    }
+    let owner_b = docket_core::model::Scope::from(tenant("b"));
+    let (all_before, b_before) = (
+        listed(&store, &SYSTEM).await,
+        listed(&store, &owner_b).await,
+    );
+    assert_eq!(all_before.len(), 4);
+    assert_eq!(b_before.len(), 2);
+    let mut conn = admin().await;
+    roll_back_version_13(&mut conn, &schema).await;
+    assert!(indexes(&mut conn, &schema, "runs")
+        .await
+        .contains(&"runs_list_index".to_owned()));
+    drop(store);
+
+    let store = migrate_in_place(&mut conn, &schema).await;
+    let on_runs = indexes(&mut conn, &schema, "runs").await;
+    for gone in [
+        "runs_list_index",
+        "runs_scope_list_index",
+        "runs_graph_index",
+    ] {
+        assert!(
+            !on_runs.contains(&gone.to_owned()),
+            "{gone} left runs: {on_runs:?}"
+        );
+    }
+    assert_eq!(
+        indexes(&mut conn, &schema, "run_listing").await,
+        [
+            "run_listing_graph_index",
+            "run_listing_list_index",
+            "run_listing_scope_list_index"
+        ]
+    );
+    assert_eq!(listed(&store, &SYSTEM).await, all_before);
+    assert_eq!(listed(&store, &owner_b).await, b_before);
+
+    start(&store, &tenant("b"), "b-new", t(0)).await;
+    let mut all_after = listed(&store, &SYSTEM).await;
+    assert_eq!(all_after.len(), 5);
+    all_after.retain(|id| id != "b-new");
+    assert_eq!(
+        all_after, all_before,
+        "a start lists its run among the others"
+    );
+
+    let listing_rows = format!("SELECT count(*) FROM {schema}.run_listing WHERE run_id = $1");
+    let rows_of = |run: &'static str| sqlx::query_scalar::<_, i64>(&listing_rows).bind(run);
+    assert_eq!(
+        rows_of("finished")
+            .fetch_one(&mut conn)
+            .await
+            .expect("count"),
+        1
+    );
+    let retention = docket_core::store::PrunePolicy {
+        now: t(10_000),
+        run_retention_ms: 1_000,
+        event_retention_ms: 1_000,
+        batch_size: std::num::NonZeroU32::MIN,
+    };
+    let report = store.prune(&retention).await.expect("prune");
+    assert_eq!(report.runs_deleted, 1);
+    assert_eq!(
+        rows_of("finished")
+            .fetch_one(&mut conn)
+            .await
+            .expect("count"),
+        0
+    );
+    assert_eq!(listed(&store, &SYSTEM).await.len(), 4);
     drop(guard);
 }

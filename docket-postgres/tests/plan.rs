@@ -180,11 +180,13 @@ async fn bulk_runs_decode_agree_with_their_columns_and_are_claimable() {
     assert_eq!(claimed_ids, want);
 }
 
-/// Writes 20,000 runs straight into the table, without analyzing it: a tenth each ready,
-/// claimed and scheduled in the future, a tenth waiting, the rest done.
+/// Writes 20,000 runs straight into the table (with their listing rows, as a start writes
+/// them), without analyzing it: a tenth each ready, claimed and scheduled in the future, a
+/// tenth waiting, the rest done.
 async fn insert_runs(store: &PostgresStore, schema: &str, graph: &GraphRef, now: i64) {
     let insert = format!(
-        "INSERT INTO {s}.runs (run_id, graph_id, graph_hash, status, step, checkpoint_seq,
+        "WITH inserted AS (
+         INSERT INTO {s}.runs (run_id, graph_id, graph_hash, status, step, checkpoint_seq,
              event_seq, document, latest_checkpoint_type, claim_token, claimed_at,
              claim_started_at, wake_at, started_at, updated_at, finished_at, inserted_at)
          SELECT 'bulk' || i, $1, $2,
@@ -195,7 +197,10 @@ async fn insert_runs(store: &PostgresStore, schema: &str, graph: &GraphRef, now:
                 CASE WHEN i % 10 = 9 THEN $3 - i END,
                 CASE WHEN i % 10 = 8 THEN $3 - i WHEN i % 10 = 7 THEN $3 + 1000000 + i END,
                 $3, $3, CASE WHEN i % 10 < 6 THEN $3 END, $3
-         FROM generate_series(1, 20000) AS i",
+         FROM generate_series(1, 20000) AS i
+         RETURNING run_id, scope_key, started_at, graph_id, graph_hash)
+         INSERT INTO {s}.run_listing (run_id, scope_key, started_at, graph_id, graph_hash)
+         SELECT run_id, scope_key, started_at, graph_id, graph_hash FROM inserted",
         s = schema
     );
     sqlx::query(&insert)

@@ -58,7 +58,10 @@ pub(crate) fn initialize_batch() -> String {
             finished_at, now
         FROM found ORDER BY run_id
         ON CONFLICT (run_id) DO NOTHING
-        RETURNING run_id
+        RETURNING run_id, scope_key, started_at, graph_id, graph_hash
+    ), listed AS (
+        INSERT INTO {s}.run_listing (run_id, scope_key, started_at, graph_id, graph_hash)
+        SELECT run_id, scope_key, started_at, graph_id, graph_hash FROM inserted
     ), written AS (
         SELECT f.member, f.run_id, f.now, f.notify
         FROM found AS f JOIN inserted AS i ON i.run_id = f.run_id

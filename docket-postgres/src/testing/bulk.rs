@@ -58,8 +58,8 @@ fn template(graph: &GraphRef, status: RunStatus, now: Timestamp) -> Result<Strin
 /// Inserts `runs` of `owner`'s `graph` (which must be saved) in one statement, with
 /// documents that decode, columns that agree with them and every row invariant satisfied.
 /// Run ids are `bulk0000001`, `bulk0000002`, …: pending runs first, then claimed, then
-/// finished. Analyzes the table afterwards, so plans reflect the fill. Returns the number of
-/// rows inserted.
+/// finished; each with its listing row, as a start writes it. Analyzes the tables afterwards,
+/// so plans reflect the fill. Returns the number of runs inserted.
 ///
 /// # Errors
 /// Driver errors (a taken run id included).
@@ -78,7 +78,8 @@ pub async fn bulk_insert_runs(
         count(runs.total())?,
     );
     let sql = format!(
-        "INSERT INTO {s}.runs (run_id, tenant_id, graph_id, graph_hash, status, step,
+        "WITH inserted AS (
+         INSERT INTO {s}.runs (run_id, tenant_id, graph_id, graph_hash, status, step,
              checkpoint_seq, event_seq, document, latest_checkpoint_type, claim_token,
              claimed_at, claim_started_at, wake_at, claim_attempts, started_at, updated_at,
              finished_at, inserted_at)
@@ -96,7 +97,10 @@ pub async fn bulk_insert_runs(
          FROM (SELECT i, 'bulk' || lpad(i::text, 7, '0') AS id,
                       i > $7 AND i <= $7 + $8 AS claimed,
                       i > $7 + $8 AS finished
-               FROM generate_series(1, $9::bigint) AS i) AS g",
+               FROM generate_series(1, $9::bigint) AS i) AS g
+         RETURNING run_id, scope_key, started_at, graph_id, graph_hash)
+         INSERT INTO {s}.run_listing (run_id, scope_key, started_at, graph_id, graph_hash)
+         SELECT run_id, scope_key, started_at, graph_id, graph_hash FROM inserted",
         s = store.schema()
     );
     let mut conn = store.conn().await?;
@@ -114,9 +118,12 @@ pub async fn bulk_insert_runs(
         .execute(&mut conn)
         .await
         .map_err(error::sent)?;
-    sqlx::raw_sql(&format!("ANALYZE {}.runs", store.schema()))
-        .execute(&mut *conn)
-        .await
-        .map_err(error::safe)?;
+    sqlx::raw_sql(&format!(
+        "ANALYZE {s}.runs; ANALYZE {s}.run_listing",
+        s = store.schema()
+    ))
+    .execute(&mut *conn)
+    .await
+    .map_err(error::safe)?;
     Ok(done.rows_affected())
 }

@@ -40,6 +40,7 @@ const SNAPSHOT_ORDER: &[(&str, &str)] = &[
     ("graph_versions", "scope_key, graph_id, graph_hash"),
     ("ops_operations", "owner_id, op_id"),
     ("ops_owners", "owner_id"),
+    ("run_listing", "run_id"),
     ("runs", "run_id"),
     ("tenant_shares", "tenant_id"),
 ];
