@@ -539,6 +539,32 @@ async fn roll_back_version_9(conn: &mut PgConnection, schema: &str) {
     .expect("back to version 8");
 }
 
+/// Starts run `id` of tenant `a`, claims it at 1 ms and commits it done at 7 ms.
+async fn finish_a_run(store: &PostgresStore, id: &str) {
+    let run = start(store, &tenant("a"), id, t(0)).await;
+    let lease = claim_one(store, t(1)).await;
+    let terminal = ClaimedSchedule::Release(ReleaseWake::Terminal);
+    commit_moment(
+        store,
+        &lease.claim_token,
+        &run,
+        done(&run, t(7)),
+        terminal,
+        t(7),
+    )
+    .await;
+}
+
+/// A pruner pass at 10 s deleting, one per category, what is older than a second.
+fn prune_one_of_each_older_than_a_second() -> docket_core::store::PrunePolicy {
+    docket_core::store::PrunePolicy {
+        now: t(10_000),
+        run_retention_ms: 1_000,
+        event_retention_ms: 1_000,
+        batch_size: std::num::NonZeroU32::MIN,
+    }
+}
+
 /// The names of the constraints of kind `kind` (`pg_constraint.contype`: `c` check, `f`
 /// foreign key) on `schema.table`, sorted.
 async fn constraints(
@@ -719,19 +745,7 @@ async fn a_version_9_store_migrates_to_claim_starts_and_a_generated_retention_ke
 async fn a_version_11_store_migrates_to_events_without_a_foreign_key() {
     let (store, guard) = open().await;
     let schema = guard.schema().to_owned();
-    let finishing = start(&store, &tenant("a"), "finished", t(0)).await;
-    let finisher = claim_one(&store, t(1)).await;
-    let terminal = ClaimedSchedule::Release(ReleaseWake::Terminal);
-    let token = &finisher.claim_token;
-    commit_moment(
-        &store,
-        token,
-        &finishing,
-        done(&finishing, t(7)),
-        terminal,
-        t(7),
-    )
-    .await;
+    finish_a_run(&store, "finished").await;
     let held = start(&store, &tenant("b"), "held", t(0)).await;
     let mut conn = admin().await;
     roll_back_version_12(&mut conn, &schema).await;
@@ -767,12 +781,7 @@ async fn a_version_11_store_migrates_to_events_without_a_foreign_key() {
     let held_events = count("held").fetch_one(&mut conn).await.expect("count");
     // With a batch of one, the age category deletes the oldest event — the finished run's
     // first (`finished` < `held` at the same time) — and the run takes the rest with it.
-    let retention = docket_core::store::PrunePolicy {
-        now: t(10_000),
-        run_retention_ms: 1_000,
-        event_retention_ms: 1_000,
-        batch_size: std::num::NonZeroU32::MIN,
-    };
+    let retention = prune_one_of_each_older_than_a_second();
     let report = store.prune(&retention).await.expect("prune");
     let cascaded = u64::try_from(finished_events - 1).expect("count");
     assert_eq!(
@@ -840,18 +849,7 @@ async fn listed(store: &PostgresStore, scope: &docket_core::model::Scope) -> Vec
 async fn a_version_12_store_migrates_to_a_listing_table_written_once_per_run() {
     let (store, guard) = open().await;
     let schema = guard.schema().to_owned();
-    let finishing = start(&store, &tenant("a"), "finished", t(0)).await;
-    let finisher = claim_one(&store, t(1)).await;
-    let terminal = ClaimedSchedule::Release(ReleaseWake::Terminal);
-    commit_moment(
-        &store,
-        &finisher.claim_token,
-        &finishing,
-        done(&finishing, t(7)),
-        terminal,
-        t(7),
-    )
-    .await;
+    finish_a_run(&store, "finished").await;
     for (owner, id) in [("a", "a-live"), ("b", "b-live"), ("b", "b-other")] {
         start(&store, &tenant(owner), id, t(0)).await;
     }
@@ -910,12 +908,7 @@ async fn a_version_12_store_migrates_to_a_listing_table_written_once_per_run() {
             .expect("count"),
         1
     );
-    let retention = docket_core::store::PrunePolicy {
-        now: t(10_000),
-        run_retention_ms: 1_000,
-        event_retention_ms: 1_000,
-        batch_size: std::num::NonZeroU32::MIN,
-    };
+    let retention = prune_one_of_each_older_than_a_second();
     let report = store.prune(&retention).await.expect("prune");
     assert_eq!(report.runs_deleted, 1);
     assert_eq!(
