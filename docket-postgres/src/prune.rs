@@ -62,7 +62,8 @@ impl PostgresStore {
         let runs: i64 = row.try_get("runs").map_err(error::safe)?;
         let cascaded: i64 = row.try_get("cascaded").map_err(error::safe)?;
         // A run inserted after our snapshot may reference a chosen version; the foreign key
-        // of its listing row then refuses the delete. Keep the pass's other deletions and try graphs next time.
+        // of its listing row then refuses the delete. Keep the pass's other deletions and try
+        // graphs next time.
         let graphs = {
             let mut savepoint = tx.begin().await.map_err(error::safe)?;
             let keep = i64::try_from(KEEP_GRAPH_VERSIONS).unwrap_or(i64::MAX);
