@@ -38,6 +38,16 @@ fn unnest_events(first: usize) -> String {
     )
 }
 
+/// The columns of a run's listing row (schema version 13), which a statement inserting runs
+/// returns from its `inserted` step for [`LIST_INSERTED`].
+pub(crate) const LISTED_COLUMNS: &str = "run_id, scope_key, started_at, graph_id, graph_hash";
+
+/// The step of every statement inserting runs that writes their listing rows, from the rows
+/// its `inserted` step returned ([`LISTED_COLUMNS`]): a run is never stored without its row.
+pub(crate) const LIST_INSERTED: &str = "INSERT INTO {s}.run_listing \
+    (run_id, scope_key, started_at, graph_id, graph_hash) \
+    SELECT run_id, scope_key, started_at, graph_id, graph_hash FROM inserted";
+
 /// `initialize`, one statement: the run row is inserted only if the graph exists in the
 /// owner's scope (zero rows → `NotFound`; a taken run id raises `unique_violation` →
 /// `Conflict`), then its listing row (`run_listing`, schema version 13), its events and the
@@ -57,11 +67,8 @@ fn initialize() -> String {
                 checkpoint_seq, event_seq, document, latest_checkpoint_type, wake_at,
                 started_at, updated_at, finished_at, inserted_at)
             SELECT $1, $5, $3, $4, $6, $7, $8, $9, $10, $14, $15, $11, $12, $13, $16 FROM graph
-            RETURNING run_id, scope_key, started_at, graph_id, graph_hash
-        ), listed AS (
-            INSERT INTO {{s}}.run_listing (run_id, scope_key, started_at, graph_id, graph_hash)
-            SELECT run_id, scope_key, started_at, graph_id, graph_hash FROM inserted
-        ), events AS (
+            RETURNING {LISTED_COLUMNS}
+        ), listed AS ({LIST_INSERTED}), events AS (
             INSERT INTO {{s}}.events (run_id, seq, event_type, step, node_id, channel_id, task_id,
                 payload, metadata, occurred_at, inserted_at)
             SELECT i.run_id, p.seq, p.event_type, p.step, p.node_id, p.channel_id, p.task_id,

@@ -25,6 +25,7 @@ use sqlx::Row;
 use super::Pending;
 use crate::codec::{self, EventArrays};
 use crate::error;
+use crate::sql::{LISTED_COLUMNS, LIST_INSERTED};
 use crate::statement::Statement;
 use crate::store::PostgresStore;
 use crate::transitions::{bind_events, wake_is_due};
@@ -35,7 +36,8 @@ use crate::transitions::{bind_events, wake_is_due};
 /// nothing it selects and keeps the generic plan probing indexes; see
 /// [`crate::commit_batch::commit_claimed_batch`]).
 pub(crate) fn initialize_batch() -> String {
-    "WITH m AS (
+    format!(
+        "WITH m AS (
         SELECT * FROM unnest($1::int4[], $2::text[], $3::text[], $4::text[], $5::text[],
             $6::text[], $7::text[], $8::int8[], $9::int8[], $10::int8[], $11::bytea[],
             $12::int8[], $13::int8[], $14::int8[], $15::text[], $16::int8[], $17::int8[],
@@ -46,11 +48,11 @@ pub(crate) fn initialize_batch() -> String {
         LIMIT $30
     ), found AS (
         SELECT m.* FROM m
-        WHERE EXISTS (SELECT 1 FROM {s}.graph_versions AS g
+        WHERE EXISTS (SELECT 1 FROM {{s}}.graph_versions AS g
                       WHERE g.scope_key = m.scope_key AND g.graph_id = m.graph_id
                         AND g.graph_hash = m.graph_hash)
     ), inserted AS (
-        INSERT INTO {s}.runs (run_id, tenant_id, graph_id, graph_hash, status, step,
+        INSERT INTO {{s}}.runs (run_id, tenant_id, graph_id, graph_hash, status, step,
             checkpoint_seq, event_seq, document, latest_checkpoint_type, wake_at,
             started_at, updated_at, finished_at, inserted_at)
         SELECT run_id, tenant_id, graph_id, graph_hash, status, step, checkpoint_seq,
@@ -58,15 +60,12 @@ pub(crate) fn initialize_batch() -> String {
             finished_at, now
         FROM found ORDER BY run_id
         ON CONFLICT (run_id) DO NOTHING
-        RETURNING run_id, scope_key, started_at, graph_id, graph_hash
-    ), listed AS (
-        INSERT INTO {s}.run_listing (run_id, scope_key, started_at, graph_id, graph_hash)
-        SELECT run_id, scope_key, started_at, graph_id, graph_hash FROM inserted
-    ), written AS (
+        RETURNING {LISTED_COLUMNS}
+    ), listed AS ({LIST_INSERTED}), written AS (
         SELECT f.member, f.run_id, f.now, f.notify
         FROM found AS f JOIN inserted AS i ON i.run_id = f.run_id
     ), events AS (
-        INSERT INTO {s}.events (run_id, seq, event_type, step, node_id, channel_id, task_id,
+        INSERT INTO {{s}}.events (run_id, seq, event_type, step, node_id, channel_id, task_id,
             payload, metadata, occurred_at, inserted_at)
         SELECT w.run_id, p.seq, p.event_type, p.step, p.node_id, p.channel_id, p.task_id,
             p.payload, p.metadata, p.occurred_at, w.now
@@ -85,7 +84,7 @@ pub(crate) fn initialize_batch() -> String {
             WHERE NOT EXISTS (SELECT 1 FROM found AS f WHERE f.member = m.member)) AS graphless,
            (SELECT count(*) FROM events) AS events,
            (SELECT count(*) FROM notified) AS notified"
-        .to_owned()
+    )
 }
 
 /// The members of one statement as the parallel arrays it unnests.

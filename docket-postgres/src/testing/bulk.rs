@@ -6,6 +6,7 @@ use docket_core::model::{GraphRef, OwnerScope, Run, RunId, RunStatus, Timestamp,
 use docket_core::store::StoreError;
 
 use crate::error;
+use crate::sql::{LISTED_COLUMNS, LIST_INSERTED};
 use crate::store::PostgresStore;
 
 /// How many runs of each kind [`bulk_insert_runs`] writes.
@@ -98,10 +99,10 @@ pub async fn bulk_insert_runs(
                       i > $7 AND i <= $7 + $8 AS claimed,
                       i > $7 + $8 AS finished
                FROM generate_series(1, $9::bigint) AS i) AS g
-         RETURNING run_id, scope_key, started_at, graph_id, graph_hash)
-         INSERT INTO {s}.run_listing (run_id, scope_key, started_at, graph_id, graph_hash)
-         SELECT run_id, scope_key, started_at, graph_id, graph_hash FROM inserted",
-        s = store.schema()
+         RETURNING {LISTED_COLUMNS})
+         {list}",
+        s = store.schema(),
+        list = LIST_INSERTED.replace("{s}", store.schema())
     );
     let mut conn = store.conn().await?;
     let done = store
